@@ -1,0 +1,203 @@
+// Package alipay is paynotify's one package for the Alipay dependency: it
+// verifies Alipay's asynchronous notifications by Alipay's own signing rule,
+// signs forms the same way (for QA, tests and a fake Alipay), and holds the
+// smartwalle SDK client for outbound calls. Nothing else imports smartwalle.
+package alipay
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	smartwalle "github.com/smartwalle/alipay/v3"
+
+	"paynotify/model"
+)
+
+// Settings as the environment names them, so an error says what to fix.
+const (
+	envAppID            = "ALIPAY_APP_ID"
+	envSellerID         = "ALIPAY_SELLER_ID"
+	envAppPrivateKey    = "ALIPAY_APP_PRIVATE_KEY"
+	envAlipayPublicKey  = "ALIPAY_PUBLIC_KEY"
+	envAppCert          = "ALIPAY_APP_CERT"
+	envAlipayPublicCert = "ALIPAY_PUBLIC_CERT"
+	envAlipayRootCert   = "ALIPAY_ROOT_CERT"
+)
+
+// httpTimeout bounds every outbound call; smartwalle's default client has
+// none, and a stalled gateway must not hold a request forever.
+const httpTimeout = 10 * time.Second
+
+// Config says which merchant we are and which keys prove it. Keys may be
+// PEM or the bare base64 the Alipay console shows; the private key may be
+// PKCS#1 or PKCS#8.
+type Config struct {
+	// AppID and SellerID identify us; a notification naming another app or
+	// seller is refused even when validly signed.
+	AppID, SellerID string
+	// AppPrivateKey signs our outbound calls.
+	AppPrivateKey string
+	// AlipayPublicKey verifies Alipay in public-key mode.
+	AlipayPublicKey string
+	// AppCert, AlipayPublicCert and AlipayRootCert (PEM contents) are for
+	// certificate mode. AlipayPublicCert, if set, verifies notifications in
+	// place of AlipayPublicKey; AppCert and AlipayRootCert are loaded if set
+	// because outbound calls in certificate mode must name their serials.
+	AppCert, AlipayPublicCert, AlipayRootCert string
+	// Production selects Alipay's production gateway; false is the sandbox.
+	Production bool
+	// SandboxGateway, if set and not Production, replaces the sandbox URL
+	// (to point outbound calls at a fake Alipay).
+	SandboxGateway string
+}
+
+// Client verifies notifications for one merchant and makes outbound calls
+// through smartwalle. It is safe for concurrent use.
+type Client struct {
+	sdk      *smartwalle.Client
+	appID    string
+	sellerID string
+}
+
+// New checks cfg and loads its keys. Errors name the setting at fault and
+// never quote key material.
+func New(cfg Config) (*Client, error) {
+	if cfg.AppID == "" {
+		return nil, fmt.Errorf("%s: empty", envAppID)
+	}
+	// An empty seller would accept any notification that omits seller_id.
+	if cfg.SellerID == "" {
+		return nil, fmt.Errorf("%s: empty", envSellerID)
+	}
+	if cfg.AlipayPublicKey == "" && cfg.AlipayPublicCert == "" {
+		return nil, fmt.Errorf("%s or %s: one is needed to verify Alipay", envAlipayPublicKey, envAlipayPublicCert)
+	}
+	priv, err := parsePrivateKey(cfg.AppPrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envAppPrivateKey, err)
+	}
+
+	opts := []smartwalle.OptionFunc{
+		smartwalle.WithHTTPClient(&http.Client{Timeout: httpTimeout}),
+		// Alipay reads the timestamp of a call as Beijing time; smartwalle
+		// would write the server's local zone.
+		smartwalle.WithTimeLocation(model.Beijing),
+	}
+	if cfg.SandboxGateway != "" && !cfg.Production {
+		opts = append(opts, smartwalle.WithSandboxGateway(cfg.SandboxGateway))
+	}
+	// Hand smartwalle a normalised PEM: it cannot read keys with leading
+	// blanks or escaped newlines, which parsePrivateKey accepts.
+	sdk, err := smartwalle.New(cfg.AppID, pemPKCS1(priv), cfg.Production, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAppPrivateKey)
+	}
+
+	if err := loadVerifier(sdk, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.AppCert != "" {
+		if err := loadAppCert(sdk, cfg.AppCert, priv); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.AlipayRootCert != "" {
+		if err := loadRootCert(sdk, cfg.AlipayRootCert); err != nil {
+			return nil, err
+		}
+	}
+	return &Client{sdk: sdk, appID: cfg.AppID, sellerID: cfg.SellerID}, nil
+}
+
+// SDK returns the smartwalle client, configured and keyed, for outbound
+// calls. Verify notifications with VerifyNotification, not with the SDK.
+func (c *Client) SDK() *smartwalle.Client { return c.sdk }
+
+// loadVerifier gives sdk the one key every notification is checked with:
+// Alipay's certificate if configured, else its public key.
+func loadVerifier(sdk *smartwalle.Client, cfg Config) error {
+	if cfg.AlipayPublicCert == "" {
+		pub, err := parsePublicKey(cfg.AlipayPublicKey)
+		if err != nil {
+			return fmt.Errorf("%s: %w", envAlipayPublicKey, err)
+		}
+		s, err := pemPKIX(pub)
+		if err == nil {
+			err = sdk.LoadAliPayPublicKey(s)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
+		}
+		return nil
+	}
+	certs, err := parseCerts(cfg.AlipayPublicCert)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envAlipayPublicCert, err)
+	}
+	// The file Alipay issues is a chain; its first certificate is Alipay's.
+	if _, ok := certs[0].PublicKey.(*rsa.PublicKey); !ok {
+		return fmt.Errorf("%s: first certificate does not hold an RSA key", envAlipayPublicCert)
+	}
+	// smartwalle returns nil without loading anything for a non-RSA
+	// certificate, hence the check above.
+	if err := sdk.LoadAlipayCertPublicKey(pemCert(certs[0])); err != nil {
+		return fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicCert)
+	}
+	return nil
+}
+
+// loadAppCert loads our own certificate, whose serial outbound calls carry.
+func loadAppCert(sdk *smartwalle.Client, s string, priv *rsa.PrivateKey) error {
+	certs, err := parseCerts(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envAppCert, err)
+	}
+	// A certificate for another key makes every outbound call fail at
+	// Alipay with an unhelpful answer; say so at start instead.
+	if pub, ok := certs[0].PublicKey.(*rsa.PublicKey); !ok || !pub.Equal(priv.Public()) {
+		return fmt.Errorf("%s: not the certificate of %s", envAppCert, envAppPrivateKey)
+	}
+	if err := sdk.LoadAppCertPublicKey(pemCert(certs[0])); err != nil {
+		return fmt.Errorf("%s: rejected by the Alipay SDK", envAppCert)
+	}
+	return nil
+}
+
+// loadRootCert loads Alipay's root bundle, whose serials outbound calls
+// carry.
+func loadRootCert(sdk *smartwalle.Client, s string) error {
+	certs, err := parseCerts(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envAlipayRootCert, err)
+	}
+	// smartwalle never fails here: it silently keeps only RSA-signed roots,
+	// so a bundle without one would go unnoticed until Alipay refuses calls.
+	if !hasRSASigned(certs) {
+		return fmt.Errorf("%s: no RSA-signed certificate", envAlipayRootCert)
+	}
+	// Re-encoded, as the other keys: smartwalle cannot read escaped
+	// newlines, and it would skip the certificates parseCerts skipped.
+	var bundle strings.Builder
+	for _, c := range certs {
+		bundle.WriteString(pemCert(c))
+	}
+	if err := sdk.LoadAliPayRootCert(bundle.String()); err != nil {
+		return fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayRootCert)
+	}
+	return nil
+}
+
+// hasRSASigned reports whether any certificate is one smartwalle counts
+// into alipay_root_cert_sn.
+func hasRSASigned(certs []*x509.Certificate) bool {
+	for _, c := range certs {
+		if c.SignatureAlgorithm == x509.SHA256WithRSA || c.SignatureAlgorithm == x509.SHA1WithRSA {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,193 @@
+// Package config reads paynotify's configuration from the environment,
+// checks all of it at once, and hands each part to whoever needs it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+
+	"paynotify/alipay"
+)
+
+// Config is every setting paynotify reads. Names are fixed: deployment
+// tooling outside the repository sets them.
+type Config struct {
+	HTTPAddr       string        `env:"HTTP_ADDR" envDefault:":8080"`
+	DBDriver       string        `env:"DB_DRIVER" envDefault:"sqlite"`
+	DBDSN          string        `env:"DB_DSN" envDefault:"paynotify.db"`
+	DBMaxOpenConns int           `env:"DB_MAX_OPEN_CONNS" envDefault:"32"`
+	NotifyTimeout  time.Duration `env:"NOTIFY_TIMEOUT" envDefault:"4s"`
+	LogLevel       slog.Level    `env:"LOG_LEVEL" envDefault:"INFO"`
+
+	AppID                string `env:"ALIPAY_APP_ID"`
+	SellerID             string `env:"ALIPAY_SELLER_ID"`
+	AlipayPublicKey      string `env:"ALIPAY_PUBLIC_KEY"`
+	AlipayPublicKeyFile  string `env:"ALIPAY_PUBLIC_KEY_FILE"`
+	AppPrivateKey        string `env:"ALIPAY_APP_PRIVATE_KEY"`
+	AppPrivateKeyFile    string `env:"ALIPAY_APP_PRIVATE_KEY_FILE"`
+	AppCertFile          string `env:"ALIPAY_APP_CERT_FILE"`
+	AlipayPublicCertFile string `env:"ALIPAY_PUBLIC_CERT_FILE"`
+	AlipayRootCertFile   string `env:"ALIPAY_ROOT_CERT_FILE"`
+	Production           bool   `env:"ALIPAY_PRODUCTION" envDefault:"false"`
+}
+
+// Load reads the configuration from environ (os.Environ() form). It checks
+// only types; Alipay checks what the Alipay settings mean.
+func Load(environ []string) (Config, error) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	c, err := env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	if err != nil {
+		return c, fmt.Errorf("configuration: %w", err)
+	}
+	if c.DBDriver != "mysql" && c.DBDriver != "sqlite" {
+		return c, fmt.Errorf("configuration: DB_DRIVER %q: want mysql or sqlite", c.DBDriver)
+	}
+	return c, nil
+}
+
+// LogValue shows the configuration without its secrets.
+func (c Config) LogValue() slog.Value {
+	mode := "public key"
+	if c.AlipayPublicCertFile != "" {
+		mode = "certificate"
+	}
+	return slog.GroupValue(
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("db_driver", c.DBDriver),
+		slog.String("alipay_app_id", c.AppID),
+		slog.String("alipay_seller_id", c.SellerID),
+		slog.String("alipay_mode", mode),
+		slog.Bool("alipay_production", c.Production),
+	)
+}
+
+// Alipay resolves the Alipay settings (values or files) into a client
+// configuration. It names every missing or malformed variable in one
+// error, and refuses any key in devKeys (the development keys from
+// testdata/, which are public).
+func (c Config) Alipay(devKeys []string) (alipay.Config, error) {
+	var errs []error
+	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
+	ac := alipay.Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production}
+	if c.AppID == "" {
+		missing("ALIPAY_APP_ID")
+	}
+	if c.SellerID == "" {
+		missing("ALIPAY_SELLER_ID")
+	} else if !strings.HasPrefix(c.SellerID, "2088") {
+		errs = append(errs, fmt.Errorf("ALIPAY_SELLER_ID %q: an Alipay seller id starts with 2088", c.SellerID))
+	}
+
+	var err error
+	if ac.AppPrivateKey, err = valueOrFile("ALIPAY_APP_PRIVATE_KEY", c.AppPrivateKey, c.AppPrivateKeyFile); err != nil {
+		errs = append(errs, err)
+	} else if ac.AppPrivateKey == "" {
+		missing("ALIPAY_APP_PRIVATE_KEY or ALIPAY_APP_PRIVATE_KEY_FILE")
+	} else if err := alipay.CheckPrivateKey(ac.AppPrivateKey); err != nil {
+		errs = append(errs, fmt.Errorf("ALIPAY_APP_PRIVATE_KEY: %w", err))
+	}
+
+	certMode := c.AppCertFile != "" || c.AlipayPublicCertFile != "" || c.AlipayRootCertFile != ""
+	if certMode {
+		for _, f := range []struct {
+			name, path string
+			dst        *string
+		}{
+			{"ALIPAY_APP_CERT_FILE", c.AppCertFile, &ac.AppCert},
+			{"ALIPAY_PUBLIC_CERT_FILE", c.AlipayPublicCertFile, &ac.AlipayPublicCert},
+			{"ALIPAY_ROOT_CERT_FILE", c.AlipayRootCertFile, &ac.AlipayRootCert},
+		} {
+			if f.path == "" {
+				missing(f.name + " (certificate mode needs all three certificate files)")
+				continue
+			}
+			b, err := os.ReadFile(f.path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+				continue
+			}
+			*f.dst = string(b)
+		}
+		if ac.AlipayPublicCert != "" {
+			if err := alipay.CheckCertificate(ac.AlipayPublicCert); err != nil {
+				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE: %w", err))
+			}
+		}
+	} else {
+		if ac.AlipayPublicKey, err = valueOrFile("ALIPAY_PUBLIC_KEY", c.AlipayPublicKey, c.AlipayPublicKeyFile); err != nil {
+			errs = append(errs, err)
+		} else if ac.AlipayPublicKey == "" {
+			missing("ALIPAY_PUBLIC_KEY or ALIPAY_PUBLIC_KEY_FILE (or the three certificate files)")
+		} else if err := alipay.CheckPublicKey(ac.AlipayPublicKey); err != nil {
+			errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_KEY: %w", err))
+		}
+	}
+
+	for _, dev := range devKeys {
+		if sameKey(dev, ac.AppPrivateKey) {
+			errs = append(errs, errors.New("ALIPAY_APP_PRIVATE_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+		}
+		if sameKey(dev, ac.AlipayPublicKey) {
+			errs = append(errs, errors.New("ALIPAY_PUBLIC_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+		}
+	}
+	if len(errs) > 0 {
+		return ac, fmt.Errorf("configuration:\n  %w", joinLines(errs))
+	}
+	return ac, nil
+}
+
+// valueOrFile reads a setting given either inline or as a file.
+func valueOrFile(name, value, file string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("set %s or %s_FILE, not both", name, name)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return strings.TrimSpace(value), nil
+}
+
+// sameKey compares two keys whatever their armour: PEM or bare base64.
+func sameKey(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return keyBody(a) == keyBody(b)
+}
+
+func keyBody(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "-----") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// joinLines joins errors one per line, indented under "configuration:".
+func joinLines(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}

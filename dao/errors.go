@@ -1,0 +1,61 @@
+package dao
+
+import (
+	"database/sql/driver"
+	"errors"
+	"net"
+
+	sqlite "github.com/glebarez/go-sqlite"
+	"github.com/go-sql-driver/mysql"
+
+	"paynotify/model"
+)
+
+var (
+	errRetryable   = model.ErrRetryable
+	errUnavailable = model.ErrUnavailable
+	driverBadConn  = driver.ErrBadConn
+)
+
+// MySQL and SQLite error numbers that mean "run the transaction again".
+const (
+	mysqlLockWaitTimeout = 1205
+	mysqlDeadlock        = 1213
+	mysqlDuplicateKey    = 1062
+	sqliteBusy           = 5
+	sqliteLocked         = 6
+)
+
+func isMapped(err error) bool {
+	for _, e := range []error{model.ErrRetryable, model.ErrUnavailable, model.ErrOrderNotFound,
+		model.ErrPaymentNotFound, model.ErrTradeConflict, model.ErrStateChanged} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func isRetryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == mysqlDeadlock || me.Number == mysqlLockWaitTimeout
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code() & 0xff // extended codes keep the primary code in the low byte
+		return code == sqliteBusy || code == sqliteLocked
+	}
+	return false
+}
+
+// IsDuplicateKey reports a unique-key violation.
+func isDuplicateKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == mysqlDuplicateKey
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}

@@ -1,0 +1,82 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const paymentTable = "oms_order_payment"
+
+var paymentColumns = []string{"provider", "trade_no", "order_id", "out_trade_no", "amount", "state", "reason", "notify_id", "paid_at", "create_time", "update_time"}
+
+// InsertPayment records a payment unless one with the same (provider,
+// trade_no) exists, and reports whether it inserted. A duplicate is not an
+// error and does not abort the transaction (ON DUPLICATE KEY UPDATE with no
+// change / ON CONFLICT DO NOTHING); every other error is returned. On MySQL
+// the statement leaves the existing row locked, as the caller's
+// PaymentForUpdate would.
+func (s *Store) InsertPayment(ctx context.Context, p model.Payment) (bool, error) {
+	now := time.Now().UTC()
+	row := map[string]any{
+		"provider": p.Provider, "trade_no": p.TradeNo, "order_id": p.OrderID,
+		"out_trade_no": p.OutTradeNo, "amount": p.Amount.StringFixed(2),
+		"state": p.State, "reason": p.Reason, "notify_id": p.NotifyID,
+		"paid_at": p.PaidAt, "create_time": now, "update_time": now,
+	}
+	res := s.db.WithContext(ctx).Table(paymentTable).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "provider"}, {Name: "trade_no"}},
+		DoUpdates: s.noopUpdate(),
+		DoNothing: s.driver == DriverSQLite,
+	}).Create(row)
+	if res.Error != nil {
+		return false, mapErr(res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// noopUpdate is MySQL's spelling of "do nothing on conflict": an update
+// that changes nothing affects 0 rows, so RowsAffected still tells an
+// insert from a duplicate.
+func (s *Store) noopUpdate() clause.Set {
+	if s.driver == DriverSQLite {
+		return nil
+	}
+	return clause.Set{{Column: clause.Column{Name: "provider"}, Value: clause.Column{Name: "provider"}}}
+}
+
+// PaymentForUpdate reads a payment and locks its row until the transaction
+// ends. Take the order lock first.
+func (s *Store) PaymentForUpdate(ctx context.Context, provider model.Provider, tradeNo string) (model.Payment, error) {
+	return s.payment(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), provider, tradeNo)
+}
+
+// Payment reads a payment without locking. Rows are never deleted, so a
+// payment found here stays found.
+func (s *Store) Payment(ctx context.Context, provider model.Provider, tradeNo string) (model.Payment, error) {
+	return s.payment(ctx, s.db, provider, tradeNo)
+}
+
+func (s *Store) payment(ctx context.Context, db *gorm.DB, provider model.Provider, tradeNo string) (model.Payment, error) {
+	var p model.Payment
+	err := db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
+		Where("provider = ? AND trade_no = ?", provider, tradeNo).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return p, fmt.Errorf("%w: %s %q", model.ErrPaymentNotFound, provider, tradeNo)
+	}
+	return p, mapErr(err)
+}
+
+// PaymentsByOrder lists an order's payments, oldest first.
+func (s *Store) PaymentsByOrder(ctx context.Context, orderID int64) ([]model.Payment, error) {
+	var ps []model.Payment
+	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
+		Where("order_id = ?", orderID).Order("create_time, trade_no").Find(&ps).Error
+	return ps, mapErr(err)
+}

@@ -1,0 +1,62 @@
+// Package handler is paynotify's HTTP surface: Alipay's notify endpoint,
+// health, readiness and metrics. It maps domain errors to answers through
+// one table (errors.go) and never shows a client internal text.
+package handler
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"paynotify/service"
+)
+
+// Pinger reports whether the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps is what the HTTP surface needs.
+type Deps struct {
+	Log      *slog.Logger
+	Verifier Verifier
+	Payments *service.Payments
+	DB       Pinger
+	Registry *prometheus.Registry
+	// NotifyTimeout bounds the work on one notification, so a database
+	// that stops answering costs Alipay a "failure", never a hang.
+	NotifyTimeout time.Duration
+}
+
+// New returns the service's routes.
+func New(d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	if d.NotifyTimeout <= 0 {
+		d.NotifyTimeout = 4 * time.Second
+	}
+	m := newMetrics(d.Registry)
+	r := gin.New()
+	r.Use(requestID(d.Log), recovery())
+
+	a := &Alipay{verifier: d.Verifier, payments: d.Payments, metrics: m, timeout: d.NotifyTimeout}
+	r.POST("/alipay/notify", a.Notify)
+
+	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/readyz", func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := d.DB.Ping(ctx); err != nil {
+			logger(c).Warn("not ready", "err", err)
+			c.String(http.StatusServiceUnavailable, "database unreachable")
+			return
+		}
+		c.String(http.StatusOK, "ready")
+	})
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
+	return r
+}

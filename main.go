@@ -1,0 +1,73 @@
+// Command paynotify receives Alipay's payment notifications and applies
+// every real payment to its order exactly once.
+//
+//	paynotify serve     run the service (configured by the environment)
+//	paynotify migrate   apply database migrations, then exit
+//	paynotify dev       run on an embedded SQLite with demo data and dev keys
+//	paynotify sign      sign a notification form with a private key (QA)
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: paynotify <command>
+
+commands:
+  serve     run the service; configuration from the environment (see README)
+  migrate   apply database migrations and exit
+  dev       run on an embedded SQLite with demo orders and development keys
+  sign      sign a notification form: paynotify sign -key KEY.pem [-set k=v ...] [FILE]
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := environment{args: os.Args[1:], environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	if err := run(ctx, env); err != nil {
+		fmt.Fprintln(os.Stderr, "paynotify:", err)
+		os.Exit(1)
+	}
+}
+
+// environment is everything run takes from the process, so tests can run
+// the whole program in-process.
+type environment struct {
+	args           []string
+	environ        []string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// listening, if set, is told the address the server bound.
+	listening func(addr string)
+}
+
+// run dispatches a subcommand.
+func run(ctx context.Context, env environment) error {
+	if len(env.args) == 0 {
+		fmt.Fprint(env.stderr, usage)
+		return errors.New("no command")
+	}
+	cmd, env2 := env.args[0], env
+	env2.args = env.args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, env2)
+	case "migrate":
+		return migrate(ctx, env2)
+	case "dev":
+		return dev(ctx, env2)
+	case "sign":
+		return sign(env2)
+	case "help", "-h", "--help":
+		fmt.Fprint(env.stdout, usage)
+		return nil
+	}
+	fmt.Fprint(env.stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}

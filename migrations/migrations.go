@@ -1,0 +1,54 @@
+// Package migrations holds the versioned SQL schema, one set per database
+// family, embedded in the binary and applied with goose.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed mysql/*.sql sqlite/*.sql
+var files embed.FS
+
+// Up applies every migration not yet applied. driver is "mysql" or "sqlite".
+func Up(ctx context.Context, db *sql.DB, driver string) error {
+	p, err := provider(db, driver)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate %s: %w", driver, err)
+	}
+	return nil
+}
+
+func provider(db *sql.DB, driver string) (*goose.Provider, error) {
+	var dialect goose.Dialect
+	switch driver {
+	case "mysql":
+		dialect = goose.DialectMySQL
+	case "sqlite":
+		dialect = goose.DialectSQLite3
+	default:
+		return nil, fmt.Errorf("migrate: unknown driver %q", driver)
+	}
+	sub, err := fs.Sub(files, driver)
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(dialect, db, sub, goose.WithDisableGlobalRegistry(true))
+}
+
+// Pending reports whether migrations remain to be applied.
+func Pending(ctx context.Context, db *sql.DB, driver string) (bool, error) {
+	p, err := provider(db, driver)
+	if err != nil {
+		return false, err
+	}
+	return p.HasPending(ctx)
+}

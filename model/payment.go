@@ -1,0 +1,55 @@
+package model
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Provider names who moved the money.
+type Provider string
+
+// ProviderAlipay is the only provider so far.
+const ProviderAlipay Provider = "alipay"
+
+// PaymentState is where a real movement of money stands.
+type PaymentState string
+
+// Payment states.
+const (
+	// PaymentReceived: recorded, not yet decided. The notify path decides
+	// under the order lock before it inserts, so it never commits this state.
+	PaymentReceived PaymentState = "RECEIVED"
+	// PaymentApplied: this payment paid its order.
+	PaymentApplied PaymentState = "APPLIED"
+	// PaymentRefundPending: the money could not be applied (order closed,
+	// paid by another trade, or a different amount) and is owed back.
+	PaymentRefundPending PaymentState = "REFUND_PENDING"
+)
+
+// RefundReason says why a payment could not be applied.
+type RefundReason string
+
+// Refund reasons, stored with a REFUND_PENDING payment.
+const (
+	RefundNone           RefundReason = ""
+	RefundOrderClosed    RefundReason = "ORDER_CLOSED"
+	RefundAlreadyPaid    RefundReason = "ALREADY_PAID"
+	RefundAmountMismatch RefundReason = "AMOUNT_MISMATCH"
+)
+
+// Payment is a row of oms_order_payment: one real movement of money,
+// identified by (Provider, TradeNo).
+type Payment struct {
+	Provider   Provider
+	TradeNo    string
+	OrderID    int64
+	OutTradeNo string
+	Amount     decimal.Decimal
+	State      PaymentState
+	Reason     RefundReason
+	NotifyID   string
+	PaidAt     *time.Time
+	CreateTime time.Time
+	UpdateTime time.Time
+}

@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Payments applies observed payments to orders, each real payment exactly
+// once.
+type Payments struct {
+	store *dao.Store
+	now   func() time.Time
+}
+
+// NewPayments returns the payment use cases over store.
+func NewPayments(store *dao.Store) *Payments {
+	return &Payments{store: store, now: time.Now}
+}
+
+// Observe applies a paid notification to its order, exactly once:
+//
+//   - a trade already recorded for the same order and amount is a
+//     duplicate, answered from a plain read without taking any lock;
+//   - a trade recorded for another order or amount is model.ErrTradeConflict;
+//   - otherwise, in one transaction, the order row is locked, the payment is
+//     inserted in the state model.Decide gives, and an APPLIED payment moves
+//     the order 0→1. Lock order: order, then payment.
+//
+// It returns the payment as recorded and what this call did.
+func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
+	if !n.TradeStatus.Paid() {
+		return model.Payment{}, "", fmt.Errorf("%w: trade_status %q moves no money", model.ErrInvalidNotification, n.TradeStatus)
+	}
+	// Fast path: Alipay resends until it hears "success", and a trade
+	// reaches TRADE_FINISHED after TRADE_SUCCESS. Rows are never deleted,
+	// so a committed row answers those without the order lock.
+	existing, err := p.store.Payment(ctx, model.ProviderAlipay, n.TradeNo)
+	switch {
+	case err == nil:
+		return duplicate(existing, n)
+	case !errors.Is(err, model.ErrPaymentNotFound):
+		return model.Payment{}, "", err
+	}
+
+	var (
+		pay     model.Payment
+		outcome model.Outcome
+	)
+	err = inTx(ctx, p.store, func(tx *dao.Store) error {
+		order, err := tx.OrderForUpdate(ctx, n.OutTradeNo)
+		if err != nil {
+			return err
+		}
+		pay = p.newPayment(order, n)
+		inserted, err := tx.InsertPayment(ctx, pay)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			// Recorded after our fast-path read: by a copy of this
+			// notification that held the order lock before us, or, for a
+			// conflicting trade, under another order's lock.
+			existing, err := tx.PaymentForUpdate(ctx, model.ProviderAlipay, n.TradeNo)
+			if err != nil {
+				return err
+			}
+			pay, outcome, err = duplicate(existing, n)
+			return err
+		}
+		if pay.State != model.PaymentApplied {
+			outcome = model.OutcomeRefundPending
+			return nil
+		}
+		outcome = model.OutcomeApplied
+		return tx.MarkOrderPaid(ctx, order.ID, *pay.PaidAt)
+	})
+	if err != nil {
+		return model.Payment{}, "", err
+	}
+	return pay, outcome, nil
+}
+
+// newPayment is the ledger row for a trade not seen before, already in the
+// state the decision table gives for order.
+func (p *Payments) newPayment(order model.Order, n model.Notification) model.Payment {
+	state, reason := model.Decide(order, n.TotalAmount)
+	paidAt := p.now().UTC()
+	if n.GmtPayment != nil {
+		paidAt = *n.GmtPayment
+	}
+	return model.Payment{
+		Provider:   model.ProviderAlipay,
+		TradeNo:    n.TradeNo,
+		OrderID:    order.ID,
+		OutTradeNo: n.OutTradeNo,
+		Amount:     n.TotalAmount,
+		State:      state,
+		Reason:     reason,
+		NotifyID:   n.NotifyID,
+		PaidAt:     &paidAt,
+	}
+}
+
+// duplicate answers a notification whose trade is already recorded.
+func duplicate(existing model.Payment, n model.Notification) (model.Payment, model.Outcome, error) {
+	if !existing.SameTrade(n.OutTradeNo, n.TotalAmount) {
+		return existing, "", fmt.Errorf("%w: trade %q is recorded for %q amount %s, notified for %q amount %s",
+			model.ErrTradeConflict, n.TradeNo, existing.OutTradeNo, existing.Amount.StringFixed(2),
+			n.OutTradeNo, n.TotalAmount.StringFixed(2))
+	}
+	return existing, model.OutcomeDuplicate, nil
+}

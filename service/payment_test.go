@@ -1,0 +1,335 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+	"paynotify/service"
+)
+
+var ctx = context.Background()
+
+func mustOrder(t *testing.T, store *dao.Store, sn, amount string) model.Order {
+	t.Helper()
+	o, err := store.CreateOrder(ctx, sn, 7, decimal.RequireFromString(amount))
+	if err != nil {
+		t.Fatalf("create order %s: %v", sn, err)
+	}
+	return o
+}
+
+func paid(sn, tradeNo, amount string) model.Notification {
+	at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	return model.Notification{
+		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess,
+		OutTradeNo: sn, TradeNo: tradeNo, TotalAmount: decimal.RequireFromString(amount), GmtPayment: &at,
+	}
+}
+
+func mustGetOrder(t *testing.T, store *dao.Store, sn string) model.Order {
+	t.Helper()
+	o, err := store.Order(ctx, sn)
+	if err != nil {
+		t.Fatalf("read order %s: %v", sn, err)
+	}
+	return o
+}
+
+func mustPayments(t *testing.T, store *dao.Store, orderID int64) []model.Payment {
+	t.Helper()
+	ps, err := store.PaymentsByOrder(ctx, orderID)
+	if err != nil {
+		t.Fatalf("payments of %d: %v", orderID, err)
+	}
+	return ps
+}
+
+// closeOrder is the cancel path as the order service will write it: order
+// lock first, then compare-and-set 0→4.
+func closeOrder(store *dao.Store, sn string) (bool, error) {
+	var closed bool
+	err := store.Tx(ctx, func(tx *dao.Store) error {
+		o, err := tx.OrderForUpdate(ctx, sn)
+		if err != nil {
+			return err
+		}
+		closed, err = tx.CloseOrder(ctx, o.ID)
+		return err
+	})
+	return closed, err
+}
+
+func TestObserveDecisionTable(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		p := service.NewPayments(store)
+		cases := []struct {
+			name        string
+			setup       func(t *testing.T) // runs after the order is created
+			order       string
+			n           model.Notification
+			wantOutcome model.Outcome
+			wantErr     error
+			wantState   model.PaymentState
+			wantReason  model.RefundReason
+			wantStatus  model.OrderStatus
+		}{
+			{name: "FirstNoticeApplies", order: "100.00", n: paid("A1", "T-A1", "100.00"),
+				wantOutcome: model.OutcomeApplied, wantState: model.PaymentApplied, wantStatus: model.OrderPaid},
+			{name: "AmountMismatchIsRefundPending", order: "100.00", n: paid("A2", "T-A2", "0.01"),
+				wantOutcome: model.OutcomeRefundPending, wantState: model.PaymentRefundPending,
+				wantReason: model.RefundAmountMismatch, wantStatus: model.OrderAwaitingPayment},
+			{name: "ClosedOrderIsNeverReopened", order: "100.00", n: paid("A3", "T-A3", "100.00"),
+				setup: func(t *testing.T) {
+					if ok, err := closeOrder(store, "A3"); !ok || err != nil {
+						t.Fatalf("close: %v %v", ok, err)
+					}
+				},
+				wantOutcome: model.OutcomeRefundPending, wantState: model.PaymentRefundPending,
+				wantReason: model.RefundOrderClosed, wantStatus: model.OrderClosed},
+			{name: "SecondTradeIsRefundPending", order: "100.00", n: paid("A4", "T-A4-second", "100.00"),
+				setup: func(t *testing.T) {
+					if _, _, err := p.Observe(ctx, paid("A4", "T-A4-first", "100.00")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				wantOutcome: model.OutcomeRefundPending, wantState: model.PaymentRefundPending,
+				wantReason: model.RefundAlreadyPaid, wantStatus: model.OrderPaid},
+			{name: "SameTradeAgainIsDuplicate", order: "100.00", n: paid("A5", "T-A5", "100.00"),
+				setup: func(t *testing.T) {
+					if _, _, err := p.Observe(ctx, paid("A5", "T-A5", "100.00")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				wantOutcome: model.OutcomeDuplicate, wantState: model.PaymentApplied, wantStatus: model.OrderPaid},
+			{name: "TradeFinishedAfterSuccessIsDuplicate", order: "100.00",
+				n: func() model.Notification { n := paid("A6", "T-A6", "100.00"); n.TradeStatus = model.TradeFinished; return n }(),
+				setup: func(t *testing.T) {
+					if _, _, err := p.Observe(ctx, paid("A6", "T-A6", "100.00")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				wantOutcome: model.OutcomeDuplicate, wantState: model.PaymentApplied, wantStatus: model.OrderPaid},
+			{name: "TradeBoundToAnotherOrderIsConflict", order: "100.00", n: paid("A7", "T-A7-other", "100.00"),
+				setup: func(t *testing.T) {
+					mustOrder(t, store, "A7-other", "100.00")
+					if _, _, err := p.Observe(ctx, paid("A7-other", "T-A7-other", "100.00")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				wantErr: model.ErrTradeConflict, wantStatus: model.OrderAwaitingPayment},
+			{name: "SameTradeOtherAmountIsConflict", order: "100.00", n: paid("A8", "T-A8", "99.00"),
+				setup: func(t *testing.T) {
+					if _, _, err := p.Observe(ctx, paid("A8", "T-A8", "100.00")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				wantErr: model.ErrTradeConflict, wantStatus: model.OrderPaid},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				o := mustOrder(t, store, tc.n.OutTradeNo, tc.order)
+				if tc.setup != nil {
+					tc.setup(t)
+				}
+				before := mustPayments(t, store, o.ID)
+				pay, outcome, err := p.Observe(ctx, tc.n)
+				if tc.wantErr != nil {
+					if !errors.Is(err, tc.wantErr) {
+						t.Fatalf("err = %v, want %v", err, tc.wantErr)
+					}
+					if after := mustPayments(t, store, o.ID); len(after) != len(before) {
+						t.Fatalf("payments changed on error: %d → %d", len(before), len(after))
+					}
+				} else {
+					if err != nil {
+						t.Fatalf("Observe: %v", err)
+					}
+					if outcome != tc.wantOutcome || pay.State != tc.wantState || pay.Reason != tc.wantReason {
+						t.Fatalf("got %s %s %q, want %s %s %q", outcome, pay.State, pay.Reason, tc.wantOutcome, tc.wantState, tc.wantReason)
+					}
+					stored, err := store.Payment(ctx, model.ProviderAlipay, tc.n.TradeNo)
+					if err != nil || stored.State != tc.wantState || stored.OrderID != o.ID || !stored.Amount.Equal(tc.n.TotalAmount) {
+						t.Fatalf("stored payment = %+v, %v", stored, err)
+					}
+				}
+				got := mustGetOrder(t, store, tc.n.OutTradeNo)
+				if got.Status != tc.wantStatus {
+					t.Fatalf("order status = %d, want %d", got.Status, tc.wantStatus)
+				}
+				if got.Status == model.OrderPaid && (got.PayType != model.PayTypeAlipay || got.PaymentTime == nil) {
+					t.Fatalf("paid order lacks pay type or time: %+v", got)
+				}
+			})
+		}
+		t.Run("OrderNotFoundChangesNothing", func(t *testing.T) {
+			_, _, err := p.Observe(ctx, paid("NOPE", "T-NOPE", "1.00"))
+			if !errors.Is(err, model.ErrOrderNotFound) {
+				t.Fatalf("err = %v, want ErrOrderNotFound", err)
+			}
+			if _, err := store.Payment(ctx, model.ProviderAlipay, "T-NOPE"); !errors.Is(err, model.ErrPaymentNotFound) {
+				t.Fatalf("payment recorded for a missing order: %v", err)
+			}
+		})
+		t.Run("PaymentTimeIsGmtPaymentInUTC", func(t *testing.T) {
+			mustOrder(t, store, "A9", "1.00")
+			n := paid("A9", "T-A9", "1.00")
+			if _, _, err := p.Observe(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			got := mustGetOrder(t, store, "A9")
+			if got.PaymentTime == nil || !got.PaymentTime.Equal(*n.GmtPayment) {
+				t.Fatalf("payment_time = %v, want %v", got.PaymentTime, n.GmtPayment)
+			}
+		})
+	})
+}
+
+// Hundreds of copies of one notification at once: one APPLIED row, the
+// order paid once, every answer a success.
+func TestObserveIdenticalNotificationsInParallel(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		p := service.NewPayments(store)
+		o := mustOrder(t, store, "STORM-1", "100.00")
+		const n = 300
+		outcomes := make([]model.Outcome, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, outcomes[i], errs[i] = p.Observe(ctx, paid("STORM-1", "T-STORM-1", "100.00"))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		applied := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("notification %d: %v", i, errs[i])
+			}
+			switch outcomes[i] {
+			case model.OutcomeApplied:
+				applied++
+			case model.OutcomeDuplicate:
+			default:
+				t.Fatalf("notification %d: outcome %s", i, outcomes[i])
+			}
+		}
+		if applied != 1 {
+			t.Fatalf("applied %d times, want once", applied)
+		}
+		ps := mustPayments(t, store, o.ID)
+		if len(ps) != 1 || ps[0].State != model.PaymentApplied {
+			t.Fatalf("payments = %+v, want one APPLIED", ps)
+		}
+		if got := mustGetOrder(t, store, "STORM-1"); got.Status != model.OrderPaid {
+			t.Fatalf("order status = %d, want paid", got.Status)
+		}
+	})
+}
+
+// Two different trades racing for one order, many orders over: exactly one
+// pays it, the other is owed back.
+func TestObserveTwoTradesRaceForOneOrder(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		p := service.NewPayments(store)
+		const orders = 60
+		var wg sync.WaitGroup
+		errc := make(chan error, orders*2)
+		for i := range orders {
+			sn := fmt.Sprintf("RACE-%d", i)
+			mustOrder(t, store, sn, "10.00")
+			for _, trade := range []string{"a", "b"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, _, err := p.Observe(ctx, paid(sn, sn+"-"+trade, "10.00")); err != nil {
+						errc <- err
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		for i := range orders {
+			o := mustGetOrder(t, store, fmt.Sprintf("RACE-%d", i))
+			ps := mustPayments(t, store, o.ID)
+			states := map[model.PaymentState]int{}
+			for _, pay := range ps {
+				states[pay.State]++
+				if pay.State == model.PaymentRefundPending && pay.Reason != model.RefundAlreadyPaid {
+					t.Fatalf("%s: refund reason %q", o.OrderSN, pay.Reason)
+				}
+			}
+			if o.Status != model.OrderPaid || len(ps) != 2 || states[model.PaymentApplied] != 1 || states[model.PaymentRefundPending] != 1 {
+				t.Fatalf("%s: status %d, payments %v", o.OrderSN, o.Status, states)
+			}
+		}
+	})
+}
+
+// A close racing the notification of the same order, many times over: the
+// order ends either paid with an APPLIED payment or closed with the money
+// owed back — never paid-and-closed, never money dropped.
+func TestObserveRacesClose(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		p := service.NewPayments(store)
+		const orders = 150
+		var wg sync.WaitGroup
+		errc := make(chan error, orders*2)
+		for i := range orders {
+			sn := fmt.Sprintf("CLOSE-%d", i)
+			mustOrder(t, store, sn, "5.00")
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if _, err := closeOrder(store, sn); err != nil {
+					errc <- err
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				if _, _, err := p.Observe(ctx, paid(sn, "T-"+sn, "5.00")); err != nil {
+					errc <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		var paidN, closedN int
+		for i := range orders {
+			o := mustGetOrder(t, store, fmt.Sprintf("CLOSE-%d", i))
+			ps := mustPayments(t, store, o.ID)
+			if len(ps) != 1 {
+				t.Fatalf("%s: %d payments, want 1", o.OrderSN, len(ps))
+			}
+			switch {
+			case o.Status == model.OrderPaid && ps[0].State == model.PaymentApplied:
+				paidN++
+			case o.Status == model.OrderClosed && ps[0].State == model.PaymentRefundPending && ps[0].Reason == model.RefundOrderClosed:
+				closedN++
+			default:
+				t.Fatalf("%s: order status %d with payment %s/%s", o.OrderSN, o.Status, ps[0].State, ps[0].Reason)
+			}
+		}
+		t.Logf("%d paid first, %d closed first", paidN, closedN)
+	})
+}
