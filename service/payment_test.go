@@ -111,7 +111,11 @@ func TestObserveDecisionTable(t *testing.T) {
 				},
 				wantOutcome: model.OutcomeDuplicate, wantState: model.PaymentApplied, wantStatus: model.OrderPaid},
 			{name: "TradeFinishedAfterSuccessIsDuplicate", order: "100.00",
-				n: func() model.Notification { n := paid("A6", "T-A6", "100.00"); n.TradeStatus = model.TradeFinished; return n }(),
+				n: func() model.Notification {
+					n := paid("A6", "T-A6", "100.00")
+					n.TradeStatus = model.TradeFinished
+					return n
+				}(),
 				setup: func(t *testing.T) {
 					if _, _, err := p.Observe(ctx, paid("A6", "T-A6", "100.00")); err != nil {
 						t.Fatal(err)
