@@ -1,0 +1,26 @@
+package alipay
+
+import (
+	"net/url"
+	"testing"
+)
+
+// RealSample is a notification Alipay really signed, with the key that
+// verifies it, for the external tests in this directory.
+type RealSample struct {
+	Name      string
+	Form      url.Values
+	PublicKey string
+}
+
+// RealSamples loads testdata/alipay-real-samples.
+func RealSamples(tb testing.TB) []RealSample {
+	var out []RealSample
+	for _, s := range loadSamples(tb) {
+		out = append(out, RealSample{Name: s.name, Form: s.form, PublicKey: s.publicKey})
+	}
+	return out
+}
+
+// DevKey reads a development key from testdata/dev.
+func DevKey(tb testing.TB, name string) string { return devKey(tb, name) }
