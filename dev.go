@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/shopspring/decimal"
 
 	"paynotify/alipay"
 	"paynotify/config"
 	"paynotify/dao"
+	"paynotify/handler"
 	"paynotify/model"
 )
 
@@ -27,6 +29,33 @@ const (
 	devAppID    = "2021000000000001"
 	devSellerID = "2088000000000001"
 )
+
+// devJWTSecret signs the demo member tokens `dev` prints. Public, like the
+// dev keys; serve never defaults to it.
+const devJWTSecret = "paynotify-dev-jwt-secret-not-for-production"
+
+// demoSKU, demoMember and demoCoupon are the catalogue `dev` seeds for the
+// order API: ids 1, 2, 3 in that order on a fresh database.
+type demoSKU struct {
+	name  string
+	price string
+	stock int
+}
+
+var demoSKUs = []demoSKU{
+	{name: "Espresso beans 1kg", price: "89.00", stock: 100},
+	{name: "Pour-over kettle", price: "259.00", stock: 5},
+	{name: "Paper filters x100", price: "12.50", stock: 1000},
+}
+
+var demoMembers = []struct {
+	name   string
+	points int
+	coupon string // an unused coupon of this amount, if set
+}{
+	{name: "alice", points: 5000, coupon: "20.00"},
+	{name: "bob", points: 0, coupon: "5.00"},
+}
 
 // demoOrder is an order `dev` seeds, matched by the forms in testdata/notify.
 type demoOrder struct {
@@ -77,6 +106,9 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	cfg.DBDriver, cfg.DBDSN = dao.DriverSQLite, *dbPath
+	if cfg.APIJWTSecret == "" {
+		cfg.APIJWTSecret = devJWTSecret
+	}
 	log := newLogger(env.stderr, cfg.LogLevel, false)
 
 	if !*keep {
@@ -112,12 +144,38 @@ func dev(ctx context.Context, env environment) error {
 	if len(port) > 0 && port[0] == ':' {
 		port = "localhost" + port
 	}
+	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
 	log.Info("try: curl --data @testdata/notify/pay_demo_1001.form http://" + port + "/alipay/notify")
+	log.Info("demo member 1 (alice: 5000 points, coupon 1 worth 20.00); SKUs 1-3", "token", token)
+	log.Info(`try: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: demo-1" -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' http://` + port + "/api/v1/orders")
 	return listenAndServe(ctx, log, env, cfg, store, client)
 }
 
-// seedDemo inserts the demo orders that are not there yet.
+// seedDemo inserts the demo data on a fresh database: SKUs, members with
+// points and coupons, and the orders the replay forms pay.
 func seedDemo(ctx context.Context, store *dao.Store) error {
+	if _, err := store.SKU(ctx, 1); err == nil {
+		return nil // kept from the last run (-keep)
+	}
+	for _, s := range demoSKUs {
+		if _, err := store.InsertSKU(ctx, s.name, decimal.RequireFromString(s.price), s.stock); err != nil {
+			return fmt.Errorf("seed sku: %w", err)
+		}
+	}
+	for _, m := range demoMembers {
+		id, err := store.InsertMember(ctx, m.name, m.points)
+		if err != nil {
+			return fmt.Errorf("seed member: %w", err)
+		}
+		if m.coupon != "" {
+			if _, err := store.InsertCoupon(ctx, id, decimal.RequireFromString(m.coupon)); err != nil {
+				return fmt.Errorf("seed coupon: %w", err)
+			}
+		}
+	}
 	for _, d := range demoOrders {
 		if _, err := store.Order(ctx, d.sn); err == nil {
 			continue

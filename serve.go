@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,14 +84,32 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg 
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(store.SQL(), "paynotify"),
 	)
+	if cfg.APIJWTSecret == "" {
+		log.Warn("order API disabled: API_JWT_SECRET is not set")
+	}
 	h := handler.New(handler.Deps{
 		Log:           log,
 		Verifier:      verifier,
 		Payments:      service.NewPayments(store),
+		Orders:        service.NewOrders(store),
+		JWTSecret:     []byte(cfg.APIJWTSecret),
 		DB:            store,
 		Registry:      reg,
 		NotifyTimeout: cfg.NotifyTimeout,
 	})
+	closed := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paynotify_orders_closed_total",
+		Help: "Unpaid orders closed by the timeout closer.",
+	})
+	reg.MustRegister(closed)
+	closer := service.NewCloser(store, log, cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch)
+	closer.OnClosed = func(n int) { closed.Add(float64(n)) }
+	workers, stopWorkers := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); closer.Run(workers) }()
+	defer func() { stopWorkers(); wg.Wait() }()
+
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err

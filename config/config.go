@@ -25,6 +25,13 @@ type Config struct {
 	NotifyTimeout  time.Duration `env:"NOTIFY_TIMEOUT" envDefault:"4s"`
 	LogLevel       slog.Level    `env:"LOG_LEVEL" envDefault:"INFO"`
 
+	// APIJWTSecret verifies members' HS256 tokens; unset, the order API
+	// is off (the notify endpoint does not need it).
+	APIJWTSecret       string        `env:"API_JWT_SECRET"`
+	OrderPayTimeout    time.Duration `env:"ORDER_PAY_TIMEOUT" envDefault:"30m"`
+	OrderCloseInterval time.Duration `env:"ORDER_CLOSE_INTERVAL" envDefault:"1m"`
+	OrderCloseBatch    int           `env:"ORDER_CLOSE_BATCH" envDefault:"100"`
+
 	AppID                string `env:"ALIPAY_APP_ID"`
 	SellerID             string `env:"ALIPAY_SELLER_ID"`
 	AlipayPublicKey      string `env:"ALIPAY_PUBLIC_KEY"`
@@ -50,8 +57,18 @@ func Load(environ []string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("configuration: %w", err)
 	}
+	var errs []error
 	if c.DBDriver != "mysql" && c.DBDriver != "sqlite" {
-		return c, fmt.Errorf("configuration: DB_DRIVER %q: want mysql or sqlite", c.DBDriver)
+		errs = append(errs, fmt.Errorf("DB_DRIVER %q: want mysql or sqlite", c.DBDriver))
+	}
+	if c.APIJWTSecret != "" && len(c.APIJWTSecret) < 32 {
+		errs = append(errs, errors.New("API_JWT_SECRET: at least 32 bytes (HS256 needs a 256-bit secret)"))
+	}
+	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 {
+		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL and ORDER_CLOSE_BATCH must be positive"))
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration:\n  %w", joinLines(errs))
 	}
 	return c, nil
 }
@@ -69,6 +86,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("alipay_seller_id", c.SellerID),
 		slog.String("alipay_mode", mode),
 		slog.Bool("alipay_production", c.Production),
+		slog.Bool("order_api", c.APIJWTSecret != ""),
+		slog.Duration("order_pay_timeout", c.OrderPayTimeout),
 	)
 }
 

@@ -21,7 +21,7 @@ var (
 const (
 	mysqlLockWaitTimeout = 1205
 	mysqlDeadlock        = 1213
-	mysqlDuplicateKey    = 1062
+	mysqlLockNoWait      = 3572 // MySQL 8's NOWAIT; MariaDB answers 1205
 	sqliteBusy           = 5
 	sqliteLocked         = 6
 )
@@ -39,7 +39,7 @@ func isMapped(err error) bool {
 func isRetryable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		return me.Number == mysqlDeadlock || me.Number == mysqlLockWaitTimeout
+		return me.Number == mysqlDeadlock || me.Number == mysqlLockWaitTimeout || me.Number == mysqlLockNoWait
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -47,12 +47,6 @@ func isRetryable(err error) bool {
 		return code == sqliteBusy || code == sqliteLocked
 	}
 	return false
-}
-
-// IsDuplicateKey reports a unique-key violation.
-func isDuplicateKey(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == mysqlDuplicateKey
 }
 
 func isNetErr(err error) bool {

@@ -16,7 +16,8 @@ import (
 const orderTable = "oms_order"
 
 // orderColumns are the columns model.Order maps.
-var orderColumns = []string{"id", "order_sn", "member_id", "pay_amount", "status", "pay_type", "payment_time", "create_time", "modify_time"}
+var orderColumns = []string{"id", "order_sn", "member_id", "pay_amount", "status", "pay_type", "payment_time",
+	"total_amount", "coupon_id", "coupon_amount", "integration", "integration_amount", "create_time", "modify_time"}
 
 // OrderForUpdate reads an order by order_sn and locks its row until the
 // transaction ends (SELECT … FOR UPDATE; SQLite locks the whole database at
@@ -81,4 +82,89 @@ func (s *Store) CreateOrder(ctx context.Context, sn string, memberID int64, amou
 		return model.Order{}, mapErr(err)
 	}
 	return s.Order(ctx, sn)
+}
+
+// orderRecord is the insertable shape of oms_order (GORM fills ID back).
+type orderRecord struct {
+	ID                int64 `gorm:"primaryKey"`
+	OrderSN           string
+	MemberID          int64
+	PayAmount         string
+	Status            model.OrderStatus
+	TotalAmount       string
+	CouponID          *int64
+	CouponAmount      string
+	Integration       int
+	IntegrationAmount string
+	CreateTime        time.Time
+	ModifyTime        time.Time
+}
+
+func (orderRecord) TableName() string { return orderTable }
+
+// InsertOrder inserts a new order awaiting payment and returns its id.
+// CreateTime is kept if set.
+func (s *Store) InsertOrder(ctx context.Context, o model.Order) (int64, error) {
+	now := o.CreateTime
+	if now.IsZero() {
+		now = time.Now().UTC()
+	}
+	rec := orderRecord{
+		OrderSN: o.OrderSN, MemberID: o.MemberID, PayAmount: o.PayAmount.StringFixed(2),
+		Status: model.OrderAwaitingPayment, TotalAmount: o.TotalAmount.StringFixed(2),
+		CouponID: o.CouponID, CouponAmount: o.CouponAmount.StringFixed(2),
+		Integration: o.Integration, IntegrationAmount: o.IntegrationAmount.StringFixed(2),
+		CreateTime: now, ModifyTime: now,
+	}
+	if err := s.db.WithContext(ctx).Create(&rec).Error; err != nil {
+		return 0, mapErr(err)
+	}
+	return rec.ID, nil
+}
+
+// InsertItems inserts an order's lines, in the order given.
+func (s *Store) InsertItems(ctx context.Context, orderID int64, sn string, items []model.OrderItem) error {
+	rows := make([]map[string]any, len(items))
+	for i, it := range items {
+		rows[i] = map[string]any{
+			"order_id": orderID, "order_sn": sn, "product_sku_id": it.SKUID,
+			"product_quantity": it.Quantity, "product_price": it.Price.StringFixed(2),
+		}
+	}
+	return mapErr(s.db.WithContext(ctx).Table("oms_order_item").Create(rows).Error)
+}
+
+// OrderItems lists an order's lines.
+func (s *Store) OrderItems(ctx context.Context, orderID int64) ([]model.OrderItem, error) {
+	var items []model.OrderItem
+	err := s.db.WithContext(ctx).Table("oms_order_item").
+		Select("product_sku_id AS sku_id", "product_quantity AS quantity", "product_price AS price").
+		Where("order_id = ?", orderID).Order("id").Find(&items).Error
+	return items, mapErr(err)
+}
+
+// OrderForUpdateSkipLocked locks an order by id unless another transaction
+// holds it (FOR UPDATE SKIP LOCKED: MySQL 8, MariaDB 10.6+), in which case
+// it is model.ErrOrderNotFound, as if absent: someone else is working on it.
+// On SQLite, with one writer, nothing is ever held.
+func (s *Store) OrderForUpdateSkipLocked(ctx context.Context, id int64) (model.Order, error) {
+	var o model.Order
+	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
+		Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, fmt.Errorf("%w: order %d (absent or held)", model.ErrOrderNotFound, id)
+	}
+	return o, mapErr(err)
+}
+
+// ExpiredOrders lists up to limit ids of orders still awaiting payment
+// that were created before cutoff, oldest first. It does not lock: the
+// closer locks and re-checks each one.
+func (s *Store) ExpiredOrders(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Table(orderTable).
+		Where("status = ? AND create_time < ?", model.OrderAwaitingPayment, cutoff.UTC()).
+		Order("create_time, id").Limit(limit).Pluck("id", &ids).Error
+	return ids, mapErr(err)
 }

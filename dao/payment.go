@@ -17,11 +17,9 @@ const paymentTable = "oms_order_payment"
 var paymentColumns = []string{"provider", "trade_no", "order_id", "out_trade_no", "amount", "state", "reason", "notify_id", "paid_at", "create_time", "update_time"}
 
 // InsertPayment records a payment unless one with the same (provider,
-// trade_no) exists, and reports whether it inserted. A duplicate is not an
-// error and does not abort the transaction (ON DUPLICATE KEY UPDATE with no
-// change / ON CONFLICT DO NOTHING); every other error is returned. On MySQL
-// the statement leaves the existing row locked, as the caller's
-// PaymentForUpdate would.
+// trade_no) exists, and reports whether it inserted; a duplicate is not an
+// error (see insertOrKeep). On MySQL the statement leaves an existing row
+// locked, as the caller's PaymentForUpdate would.
 func (s *Store) InsertPayment(ctx context.Context, p model.Payment) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
@@ -30,25 +28,7 @@ func (s *Store) InsertPayment(ctx context.Context, p model.Payment) (bool, error
 		"state": p.State, "reason": p.Reason, "notify_id": p.NotifyID,
 		"paid_at": p.PaidAt, "create_time": now, "update_time": now,
 	}
-	res := s.db.WithContext(ctx).Table(paymentTable).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "provider"}, {Name: "trade_no"}},
-		DoUpdates: s.noopUpdate(),
-		DoNothing: s.driver == DriverSQLite,
-	}).Create(row)
-	if res.Error != nil {
-		return false, mapErr(res.Error)
-	}
-	return res.RowsAffected == 1, nil
-}
-
-// noopUpdate is MySQL's spelling of "do nothing on conflict": an update
-// that changes nothing affects 0 rows, so RowsAffected still tells an
-// insert from a duplicate.
-func (s *Store) noopUpdate() clause.Set {
-	if s.driver == DriverSQLite {
-		return nil
-	}
-	return clause.Set{{Column: clause.Column{Name: "provider"}, Value: clause.Column{Name: "provider"}}}
+	return s.insertOrKeep(ctx, paymentTable, []string{"provider", "trade_no"}, row)
 }
 
 // PaymentForUpdate reads a payment and locks its row until the transaction

@@ -120,6 +120,12 @@ func MySQLDSN(dsn string) (string, error) {
 	if _, ok := c.Params["time_zone"]; !ok {
 		c.Params["time_zone"] = "'+00:00'"
 	}
+	// Our transactions last milliseconds: a lock held for seconds is a
+	// request still in flight or a stuck peer, and the waiter should give
+	// up (model.ErrRetryable) well before its own deadline.
+	if _, ok := c.Params["innodb_lock_wait_timeout"]; !ok {
+		c.Params["innodb_lock_wait_timeout"] = "3"
+	}
 	return c.FormatDSN(), nil
 }
 

@@ -3,6 +3,8 @@ package handler
 import (
 	"errors"
 	"log/slog"
+	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,41 +16,80 @@ type errBadForm struct{ err error }
 
 func (e errBadForm) Error() string { return "unreadable form: " + e.err.Error() }
 
-// errorRow says how the service answers one kind of error.
+// errorRow says how the service answers one kind of error: to Alipay (a
+// notification always fails with "failure", Alipay resends; the rows differ
+// in how they are logged and counted) and to API clients (status, code).
 type errorRow struct {
 	err error
 	// outcome is the metric label and log word for a notification.
 	outcome string
 	level   slog.Level
+	status  int
+	code    string
+	// retryAfter, in seconds, tells an API client to retry the same request.
+	retryAfter int
 }
 
-// errorTable is the one place that maps domain errors to answers. Every
-// notification that fails is answered "failure" (Alipay resends); the
-// rows differ in how loudly they are logged and counted.
+// errorTable is the one place that maps domain errors to answers. Domain
+// errors carry messages we wrote, so API clients see them; anything not in
+// the table is an internal error whose text stays in the log.
 var errorTable = []errorRow{
-	{model.ErrBadSignature, "bad_signature", slog.LevelWarn},
-	{model.ErrWrongMerchant, "wrong_merchant", slog.LevelWarn},
-	{model.ErrInvalidNotification, "invalid", slog.LevelWarn},
-	{model.ErrOrderNotFound, "order_not_found", slog.LevelWarn},
+	{model.ErrBadSignature, "bad_signature", slog.LevelWarn, http.StatusBadRequest, "bad_signature", 0},
+	{model.ErrWrongMerchant, "wrong_merchant", slog.LevelWarn, http.StatusBadRequest, "wrong_merchant", 0},
+	{model.ErrInvalidNotification, "invalid", slog.LevelWarn, http.StatusBadRequest, "invalid_notification", 0},
+	{model.ErrOrderNotFound, "order_not_found", slog.LevelWarn, http.StatusNotFound, "order_not_found", 0},
 	// Alipay never binds one trade to two orders: someone should look.
-	{model.ErrTradeConflict, "trade_conflict", slog.LevelError},
-	{model.ErrRetryable, "retry", slog.LevelWarn},
-	{model.ErrUnavailable, "db_unavailable", slog.LevelError},
+	{model.ErrTradeConflict, "trade_conflict", slog.LevelError, http.StatusConflict, "trade_conflict", 0},
+	{model.ErrInvalidRequest, "invalid", slog.LevelInfo, http.StatusBadRequest, "invalid_request", 0},
+	{model.ErrIdempotencyKeyReused, "", slog.LevelInfo, http.StatusUnprocessableEntity, "idempotency_key_reused", 0},
+	{model.ErrRequestInFlight, "", slog.LevelInfo, http.StatusConflict, "request_in_flight", 1},
+	{model.ErrSKUNotFound, "", slog.LevelInfo, http.StatusUnprocessableEntity, "sku_not_found", 0},
+	{model.ErrOutOfStock, "", slog.LevelInfo, http.StatusConflict, "out_of_stock", 0},
+	{model.ErrCouponUnusable, "", slog.LevelInfo, http.StatusUnprocessableEntity, "coupon_not_usable", 0},
+	{model.ErrInsufficientPoints, "", slog.LevelInfo, http.StatusUnprocessableEntity, "insufficient_points", 0},
+	{model.ErrOrderNotCancellable, "", slog.LevelInfo, http.StatusConflict, "order_not_cancellable", 0},
+	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
+	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
+}
+
+var internalRow = errorRow{outcome: "error", level: slog.LevelError, status: http.StatusInternalServerError, code: "internal"}
+
+func lookup(err error) (errorRow, bool) {
+	for _, r := range errorTable {
+		if errors.Is(err, r.err) {
+			return r, true
+		}
+	}
+	return internalRow, false
 }
 
 // notifyFailure logs a failed notification once and names its outcome.
 func notifyFailure(c *gin.Context, err error) (outcome, answer string) {
-	row := errorRow{outcome: "error", level: slog.LevelError}
+	row, _ := lookup(err)
 	var bad errBadForm
 	if errors.As(err, &bad) {
 		row = errorRow{outcome: "bad_form", level: slog.LevelWarn}
 	}
-	for _, r := range errorTable {
-		if errors.Is(err, r.err) {
-			row = r
-			break
-		}
-	}
 	logger(c).Log(c.Request.Context(), row.level, "notification refused", "outcome", row.outcome, "err", err)
 	return row.outcome, answerFailure
+}
+
+// apiError answers an API request with the table's status and code. The
+// message is ours for domain errors, and a fixed phrase otherwise.
+func apiError(c *gin.Context, err error) {
+	row, known := lookup(err)
+	msg := err.Error()
+	if !known {
+		msg = "internal error"
+	}
+	logger(c).Log(c.Request.Context(), row.level, "api request failed", "code", row.code, "err", err)
+	if row.retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(row.retryAfter))
+	}
+	writeAPIError(c, row.status, row.code, msg)
+}
+
+// writeAPIError writes {"error": {"code", "message"}} and stops the chain.
+func writeAPIError(c *gin.Context, status int, code, msg string) {
+	c.AbortWithStatusJSON(status, gin.H{"error": gin.H{"code": code, "message": msg}})
 }

@@ -1,5 +1,5 @@
 // Package handler is paynotify's HTTP surface: Alipay's notify endpoint,
-// health, readiness and metrics. It maps domain errors to answers through
+// the member-facing order API, health, readiness and metrics. It maps domain errors to answers through
 // one table (errors.go) and never shows a client internal text.
 package handler
 
@@ -26,8 +26,11 @@ type Deps struct {
 	Log      *slog.Logger
 	Verifier Verifier
 	Payments *service.Payments
-	DB       Pinger
-	Registry *prometheus.Registry
+	Orders   *service.Orders
+	// JWTSecret signs member tokens; without it the order API is off.
+	JWTSecret []byte
+	DB        Pinger
+	Registry  *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -45,6 +48,15 @@ func New(d Deps) http.Handler {
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)
+
+	if len(d.JWTSecret) > 0 && d.Orders != nil {
+		o := &Orders{orders: d.Orders}
+		api := r.Group("/api/v1", memberAuth(d.JWTSecret))
+		api.POST("/orders", o.Place)
+		api.GET("/orders/:sn", o.Get)
+		api.POST("/orders/:sn/cancel", o.Cancel)
+		api.GET("/order-requests/:key", o.RequestStatus)
+	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/readyz", func(c *gin.Context) {

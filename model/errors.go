@@ -29,3 +29,29 @@ var ErrPaymentNotFound = errors.New("payment not found")
 // ErrStateChanged: a compare-and-set found the row no longer in the state
 // it expected. Under the order lock this means a bug, never a race.
 var ErrStateChanged = errors.New("state changed under compare-and-set")
+
+// Errors of placing and cancelling orders.
+var (
+	// ErrInvalidRequest: the client's request is malformed.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrIdempotencyKeyReused: the key was used before for another request.
+	ErrIdempotencyKeyReused = errors.New("idempotency key already used for a different request")
+	// ErrRequestInFlight: the first request with this key has not finished.
+	ErrRequestInFlight = errors.New("a request with this idempotency key is still in progress")
+	// ErrSKUNotFound: an ordered SKU does not exist.
+	ErrSKUNotFound = errors.New("sku not found")
+	// ErrOutOfStock: not enough unreserved stock.
+	ErrOutOfStock = errors.New("out of stock")
+	// ErrCouponUnusable: the coupon is not the member's, or already used.
+	ErrCouponUnusable = errors.New("coupon not usable")
+	// ErrInsufficientPoints: the member has fewer points than asked to use.
+	ErrInsufficientPoints = errors.New("not enough points")
+	// ErrMemberNotFound: the token's member does not exist.
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrOrderNotCancellable: the order is paid (or beyond); it cannot be
+	// cancelled, only refunded.
+	ErrOrderNotCancellable = errors.New("order is paid and cannot be cancelled")
+)
+
+// ErrRequestNotFound: no request is recorded under that key.
+var ErrRequestNotFound = errors.New("request not found")

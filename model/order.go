@@ -38,6 +38,39 @@ type Order struct {
 	Status      OrderStatus
 	PayType     PayType
 	PaymentTime *time.Time
-	CreateTime  time.Time
-	ModifyTime  time.Time
+	// What placing the order spent, so a cancel gives back exactly that.
+	TotalAmount       decimal.Decimal
+	CouponID          *int64
+	CouponAmount      decimal.Decimal
+	Integration       int
+	IntegrationAmount decimal.Decimal
+	CreateTime        time.Time
+	ModifyTime        time.Time
+}
+
+// OrderItem is a row of oms_order_item: one SKU of an order, at the price
+// it was ordered at.
+type OrderItem struct {
+	SKUID    int64
+	Quantity int
+	Price    decimal.Decimal
+}
+
+// String is the status as the API spells it.
+func (s OrderStatus) String() string {
+	switch s {
+	case OrderAwaitingPayment:
+		return "AWAITING_PAYMENT"
+	case OrderPaid:
+		return "PAID"
+	case OrderShipped:
+		return "SHIPPED"
+	case OrderCompleted:
+		return "COMPLETED"
+	case OrderClosed:
+		return "CLOSED"
+	case OrderInvalid:
+		return "INVALID"
+	}
+	return "UNKNOWN"
 }

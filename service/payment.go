@@ -29,7 +29,8 @@ func NewPayments(store *dao.Store) *Payments {
 //   - a trade recorded for another order or amount is model.ErrTradeConflict;
 //   - otherwise, in one transaction, the order row is locked, the payment is
 //     inserted in the state model.Decide gives, and an APPLIED payment moves
-//     the order 0→1. Lock order: order, then payment.
+//     the order 0→1 and sells its stock reservation. Lock order: order,
+//     then payment, then stock (see Orders).
 //
 // It returns the payment as recorded and what this call did.
 func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
@@ -77,7 +78,12 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 			return nil
 		}
 		outcome = model.OutcomeApplied
-		return tx.MarkOrderPaid(ctx, order.ID, *pay.PaidAt)
+		if err := tx.MarkOrderPaid(ctx, order.ID, *pay.PaidAt); err != nil {
+			return err
+		}
+		// Only the 0→1 compare-and-set gets here: the reservation is sold
+		// exactly once.
+		return tx.SellReservation(ctx, order.ID)
 	})
 	if err != nil {
 		return model.Payment{}, "", err

@@ -1,0 +1,202 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const (
+	skuTable    = "pms_sku_stock"
+	couponTable = "sms_coupon_history"
+	memberTable = "ums_member"
+)
+
+// SKUsForUpdate reads SKUs by id and locks them in ascending id order —
+// the one order every transaction locks stock rows in. Missing ids are
+// simply absent from the result.
+func (s *Store) SKUsForUpdate(ctx context.Context, ids []int64) ([]model.SKU, error) {
+	var skus []model.SKU
+	err := s.db.WithContext(ctx).Table(skuTable).Select("id", "price", "stock", "lock_stock").
+		Where("id IN ?", ids).Order("id").
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&skus).Error
+	return skus, mapErr(err)
+}
+
+// ReserveStock reserves qty units of a SKU for an unpaid order
+// (compare-and-set: only if that many are unreserved). It reports whether
+// it did.
+func (s *Store) ReserveStock(ctx context.Context, skuID int64, qty int) (bool, error) {
+	res := s.db.WithContext(ctx).Table(skuTable).
+		Where("id = ? AND stock - lock_stock >= ?", skuID, qty).
+		Updates(map[string]any{"lock_stock": gorm.Expr("lock_stock + ?", qty), "modify_time": time.Now().UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// SellReservation turns an order's reservations into sales (stock and
+// lock_stock both drop by each item's quantity), in one statement. The
+// caller holds the order lock and has just moved it 0→1, so this runs once
+// per order. The table's CHECK refuses a reservation that is not there.
+func (s *Store) SellReservation(ctx context.Context, orderID int64) error {
+	return s.adjustReservation(ctx, orderID, true)
+}
+
+// ReleaseReservation gives an order's reservations back (lock_stock drops
+// by each item's quantity), in one statement. The caller holds the order
+// lock and has just moved it 0→4, so this runs once per order.
+func (s *Store) ReleaseReservation(ctx context.Context, orderID int64) error {
+	return s.adjustReservation(ctx, orderID, false)
+}
+
+func (s *Store) adjustReservation(ctx context.Context, orderID int64, sell bool) error {
+	var q string
+	switch {
+	case s.driver == DriverMySQL && sell:
+		q = `UPDATE pms_sku_stock s JOIN oms_order_item i ON i.product_sku_id = s.id
+			SET s.stock = s.stock - i.product_quantity, s.lock_stock = s.lock_stock - i.product_quantity
+			WHERE i.order_id = ?`
+	case s.driver == DriverMySQL:
+		q = `UPDATE pms_sku_stock s JOIN oms_order_item i ON i.product_sku_id = s.id
+			SET s.lock_stock = s.lock_stock - i.product_quantity
+			WHERE i.order_id = ?`
+	case sell:
+		q = `UPDATE pms_sku_stock SET stock = stock - i.q, lock_stock = lock_stock - i.q
+			FROM (SELECT product_sku_id AS sku, SUM(product_quantity) AS q FROM oms_order_item WHERE order_id = ? GROUP BY product_sku_id) AS i
+			WHERE pms_sku_stock.id = i.sku`
+	default:
+		q = `UPDATE pms_sku_stock SET lock_stock = lock_stock - i.q
+			FROM (SELECT product_sku_id AS sku, SUM(product_quantity) AS q FROM oms_order_item WHERE order_id = ? GROUP BY product_sku_id) AS i
+			WHERE pms_sku_stock.id = i.sku`
+	}
+	return mapErr(s.db.WithContext(ctx).Exec(q, orderID).Error)
+}
+
+// CouponForUpdate reads a coupon and locks it.
+func (s *Store) CouponForUpdate(ctx context.Context, id int64) (model.Coupon, error) {
+	var c model.Coupon
+	err := s.db.WithContext(ctx).Table(couponTable).Select("id", "member_id", "amount", "use_status").
+		Where("id = ?", id).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&c).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return c, fmt.Errorf("%w: coupon %d does not exist", model.ErrCouponUnusable, id)
+	}
+	return c, mapErr(err)
+}
+
+// UseCoupon marks a member's coupon used by an order (compare-and-set
+// unused→used, and only the member's own). It reports whether it did.
+func (s *Store) UseCoupon(ctx context.Context, id, memberID, orderID int64) (bool, error) {
+	res := s.db.WithContext(ctx).Table(couponTable).
+		Where("id = ? AND member_id = ? AND use_status = ?", id, memberID, model.CouponUnused).
+		Updates(map[string]any{"use_status": model.CouponUsed, "use_time": time.Now().UTC(), "order_id": orderID})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// ReturnCoupon gives back a coupon an order used (compare-and-set
+// used→unused, only if that order used it).
+func (s *Store) ReturnCoupon(ctx context.Context, id, orderID int64) error {
+	res := s.db.WithContext(ctx).Table(couponTable).
+		Where("id = ? AND order_id = ? AND use_status = ?", id, orderID, model.CouponUsed).
+		Updates(map[string]any{"use_status": model.CouponUnused, "use_time": nil, "order_id": nil})
+	if res.Error != nil {
+		return mapErr(res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("%w: coupon %d is not used by order %d", model.ErrStateChanged, id, orderID)
+	}
+	return nil
+}
+
+// SpendPoints deducts points from a member (compare-and-set: never below
+// zero). It reports whether it did.
+func (s *Store) SpendPoints(ctx context.Context, memberID int64, points int) (bool, error) {
+	res := s.db.WithContext(ctx).Table(memberTable).
+		Where("id = ? AND integration >= ?", memberID, points).
+		Updates(map[string]any{"integration": gorm.Expr("integration - ?", points), "modify_time": time.Now().UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// ReturnPoints gives points back to a member.
+func (s *Store) ReturnPoints(ctx context.Context, memberID int64, points int) error {
+	res := s.db.WithContext(ctx).Table(memberTable).Where("id = ?", memberID).
+		Updates(map[string]any{"integration": gorm.Expr("integration + ?", points), "modify_time": time.Now().UTC()})
+	if res.Error != nil {
+		return mapErr(res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("%w: member %d is gone", model.ErrStateChanged, memberID)
+	}
+	return nil
+}
+
+// InsertSKU adds a SKU (for dev data and tests) and returns its id.
+func (s *Store) InsertSKU(ctx context.Context, name string, price decimal.Decimal, stock int) (int64, error) {
+	rec := struct {
+		ID    int64 `gorm:"primaryKey"`
+		Name  string
+		Price string
+		Stock int
+	}{Name: name, Price: price.StringFixed(2), Stock: stock}
+	err := s.db.WithContext(ctx).Table(skuTable).Create(&rec).Error
+	return rec.ID, mapErr(err)
+}
+
+// InsertMember adds a member with points (for dev data and tests).
+func (s *Store) InsertMember(ctx context.Context, username string, points int) (int64, error) {
+	rec := struct {
+		ID          int64 `gorm:"primaryKey"`
+		Username    string
+		Integration int
+	}{Username: username, Integration: points}
+	err := s.db.WithContext(ctx).Table(memberTable).Create(&rec).Error
+	return rec.ID, mapErr(err)
+}
+
+// InsertCoupon gives a member an unused coupon (for dev data and tests).
+func (s *Store) InsertCoupon(ctx context.Context, memberID int64, amount decimal.Decimal) (int64, error) {
+	rec := struct {
+		ID       int64 `gorm:"primaryKey"`
+		MemberID int64
+		Amount   string
+	}{MemberID: memberID, Amount: amount.StringFixed(2)}
+	err := s.db.WithContext(ctx).Table(couponTable).Create(&rec).Error
+	return rec.ID, mapErr(err)
+}
+
+// SKU reads a SKU without locking.
+func (s *Store) SKU(ctx context.Context, id int64) (model.SKU, error) {
+	var sku model.SKU
+	err := s.db.WithContext(ctx).Table(skuTable).Select("id", "price", "stock", "lock_stock").Where("id = ?", id).Take(&sku).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return sku, fmt.Errorf("%w: sku %d", model.ErrSKUNotFound, id)
+	}
+	return sku, mapErr(err)
+}
+
+// MemberPoints reads a member's points without locking.
+func (s *Store) MemberPoints(ctx context.Context, id int64) (int, error) {
+	var points []int
+	if err := s.db.WithContext(ctx).Table(memberTable).Where("id = ?", id).Pluck("integration", &points).Error; err != nil {
+		return 0, mapErr(err)
+	}
+	if len(points) == 0 {
+		return 0, fmt.Errorf("%w: %d", model.ErrMemberNotFound, id)
+	}
+	return points[0], nil
+}
+
+// Coupon reads a coupon without locking.
+func (s *Store) Coupon(ctx context.Context, id int64) (model.Coupon, error) {
+	var c model.Coupon
+	err := s.db.WithContext(ctx).Table(couponTable).Select("id", "member_id", "amount", "use_status").Where("id = ?", id).Take(&c).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return c, fmt.Errorf("%w: coupon %d does not exist", model.ErrCouponUnusable, id)
+	}
+	return c, mapErr(err)
+}

@@ -1,0 +1,112 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const requestTable = "oms_order_request"
+
+var requestColumns = []string{"member_id", "idempotency_key", "request_hash", "order_id", "state", "response_status", "response"}
+
+// InsertRequest records a client request under its (member, key) unless
+// one exists, and reports whether it inserted. The key is the lock: while
+// the inserting transaction is open, another insert of the same key waits
+// for it, then finds the committed row (or, if it rolled back, inserts).
+func (s *Store) InsertRequest(ctx context.Context, r model.OrderRequest) (bool, error) {
+	now := time.Now().UTC()
+	return s.insertOrKeep(ctx, requestTable, []string{"member_id", "idempotency_key"}, map[string]any{
+		"member_id": r.MemberID, "idempotency_key": r.IdempotencyKey, "request_hash": r.RequestHash,
+		"state": model.RequestProcessing, "create_time": now, "update_time": now,
+	})
+}
+
+// CompleteRequest saves the answer of a request (PROCESSING → SUCCESS).
+func (s *Store) CompleteRequest(ctx context.Context, r model.OrderRequest) error {
+	res := s.db.WithContext(ctx).Table(requestTable).
+		Where("member_id = ? AND idempotency_key = ? AND state = ?", r.MemberID, r.IdempotencyKey, model.RequestProcessing).
+		Updates(map[string]any{
+			"state": model.RequestSuccess, "order_id": r.OrderID, "response_status": r.ResponseStatus,
+			"response": string(r.Response), "update_time": time.Now().UTC(),
+		})
+	if res.Error != nil {
+		return mapErr(res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("%w: request %d/%q is not processing", model.ErrStateChanged, r.MemberID, r.IdempotencyKey)
+	}
+	return nil
+}
+
+// Request reads a request without locking.
+func (s *Store) Request(ctx context.Context, memberID int64, key string) (model.OrderRequest, error) {
+	return s.request(ctx, s.db, memberID, key)
+}
+
+// RequestForUpdate reads a request and locks it.
+func (s *Store) RequestForUpdate(ctx context.Context, memberID int64, key string) (model.OrderRequest, error) {
+	return s.request(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), memberID, key)
+}
+
+// RequestForUpdateNoWait reads a request and locks it, failing at once
+// with model.ErrRetryable if another transaction holds the key — which is
+// how a request still in flight shows itself (MySQL 8 / MariaDB 10.3+;
+// SQLite, with one writer, never has one in flight to see).
+func (s *Store) RequestForUpdateNoWait(ctx context.Context, memberID int64, key string) (model.OrderRequest, error) {
+	return s.request(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}), memberID, key)
+}
+
+func (s *Store) request(ctx context.Context, db *gorm.DB, memberID int64, key string) (model.OrderRequest, error) {
+	var row struct {
+		MemberID       int64
+		IdempotencyKey string
+		RequestHash    string
+		OrderID        *int64
+		State          model.RequestState
+		ResponseStatus int
+		Response       *string
+	}
+	err := db.WithContext(ctx).Table(requestTable).Select(requestColumns).
+		Where("member_id = ? AND idempotency_key = ?", memberID, key).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.OrderRequest{}, model.ErrRequestNotFound
+	}
+	if err != nil {
+		return model.OrderRequest{}, mapErr(err)
+	}
+	r := model.OrderRequest{
+		MemberID: row.MemberID, IdempotencyKey: row.IdempotencyKey, RequestHash: row.RequestHash,
+		OrderID: row.OrderID, State: row.State, ResponseStatus: row.ResponseStatus,
+	}
+	if row.Response != nil {
+		r.Response = []byte(*row.Response)
+	}
+	return r, nil
+}
+
+// insertOrKeep inserts row unless its unique key (keyCols) exists, and
+// reports whether it inserted. A duplicate neither errors nor aborts the
+// transaction: MySQL's ON DUPLICATE KEY UPDATE with a no-op (0 rows
+// affected), SQLite's ON CONFLICT DO NOTHING. Every other error returns.
+func (s *Store) insertOrKeep(ctx context.Context, table string, keyCols []string, row map[string]any) (bool, error) {
+	cols := make([]clause.Column, len(keyCols))
+	for i, c := range keyCols {
+		cols[i] = clause.Column{Name: c}
+	}
+	conflict := clause.OnConflict{Columns: cols, DoNothing: true}
+	if s.driver == DriverMySQL {
+		conflict = clause.OnConflict{DoUpdates: clause.Set{{Column: cols[0], Value: cols[0]}}}
+	}
+	res := s.db.WithContext(ctx).Table(table).Clauses(conflict).Create(row)
+	if res.Error != nil {
+		return false, mapErr(res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}

@@ -1,0 +1,86 @@
+package handler
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// maxOrderBody caps a "place order" body.
+const maxOrderBody = 64 << 10
+
+// Orders serves the member-facing order API under /api/v1.
+type Orders struct {
+	orders *service.Orders
+}
+
+// Place handles POST /api/v1/orders.
+func (o *Orders) Place(c *gin.Context) {
+	var req model.PlaceOrder
+	if err := decodeJSON(c, &req); err != nil {
+		apiError(c, err)
+		return
+	}
+	placed, err := o.orders.Place(c.Request.Context(), member(c), c.GetHeader("Idempotency-Key"), req)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	if placed.Replayed {
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.Data(placed.Status, "application/json; charset=utf-8", placed.Body)
+}
+
+// Get handles GET /api/v1/orders/{order_sn}.
+func (o *Orders) Get(c *gin.Context) {
+	view, err := o.orders.Get(c.Request.Context(), member(c), c.Param("sn"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// Cancel handles POST /api/v1/orders/{order_sn}/cancel.
+func (o *Orders) Cancel(c *gin.Context) {
+	view, err := o.orders.Cancel(c.Request.Context(), member(c), c.Param("sn"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// RequestStatus handles GET /api/v1/order-requests/{idempotency_key}.
+func (o *Orders) RequestStatus(c *gin.Context) {
+	state, body, err := o.orders.RequestStatus(c.Request.Context(), member(c), c.Param("key"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	resp := gin.H{"idempotency_key": c.Param("key"), "state": state}
+	if len(body) > 0 {
+		resp["order"] = json.RawMessage(body)
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+// decodeJSON reads a bounded JSON body with no unknown fields.
+func decodeJSON(c *gin.Context, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxOrderBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %v", model.ErrInvalidRequest, err)
+	}
+	if dec.Decode(&struct{}{}) != io.EOF {
+		return fmt.Errorf("%w: body: one JSON object expected", model.ErrInvalidRequest)
+	}
+	return nil
+}
