@@ -34,6 +34,9 @@ const (
 // dev keys; serve never defaults to it.
 const devJWTSecret = "paynotify-dev-jwt-secret-not-for-production"
 
+// devAdminToken guards /admin in dev.
+const devAdminToken = "paynotify-dev-admin"
+
 // demoSKU, demoMember and demoCoupon are the catalogue `dev` seeds for the
 // order API: ids 1, 2, 3 in that order on a fresh database.
 type demoSKU struct {
@@ -109,6 +112,9 @@ func dev(ctx context.Context, env environment) error {
 	if cfg.APIJWTSecret == "" {
 		cfg.APIJWTSecret = devJWTSecret
 	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = devAdminToken
+	}
 	log := newLogger(env.stderr, cfg.LogLevel, false)
 
 	if !*keep {
@@ -149,9 +155,10 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	log.Info("try: curl --data @testdata/notify/pay_demo_1001.form http://" + port + "/alipay/notify")
+	log.Info("try: curl -H 'Authorization: Bearer " + cfg.AdminToken + "' http://" + port + "/admin/outbox?state=pending")
 	log.Info("demo member 1 (alice: 5000 points, coupon 1 worth 20.00); SKUs 1-3", "token", token)
 	log.Info(`try: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: demo-1" -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' http://` + port + "/api/v1/orders")
-	return listenAndServe(ctx, log, env, cfg, store, client)
+	return listenAndServe(ctx, log, env, cfg, store, client, true)
 }
 
 // seedDemo inserts the demo data on a fresh database: SKUs, members with

@@ -3,6 +3,7 @@
 //
 //	paynotify serve     run the service (configured by the environment)
 //	paynotify migrate   apply database migrations, then exit
+//	paynotify consume   run the accounting consumer (NATS JetStream)
 //	paynotify dev       run on an embedded SQLite with demo data and dev keys
 //	paynotify sign      sign a notification form with a private key (QA)
 package main
@@ -22,6 +23,7 @@ const usage = `usage: paynotify <command>
 commands:
   serve     run the service; configuration from the environment (see README)
   migrate   apply database migrations and exit
+  consume   run the accounting consumer of the event stream (needs NATS_URL)
   dev       run on an embedded SQLite with demo orders and development keys
   sign      sign a notification form: paynotify sign -key KEY.pem [-set k=v ...] [FILE]
 `
@@ -62,6 +64,8 @@ func run(ctx context.Context, env environment) error {
 		return migrate(ctx, env2)
 	case "dev":
 		return dev(ctx, env2)
+	case "consume":
+		return consumeCmd(ctx, env2)
 	case "sign":
 		return sign(env2)
 	case "help", "-h", "--help":

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"paynotify/alipay"
+	"paynotify/broker"
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/handler"
@@ -53,7 +53,7 @@ func serve(ctx context.Context, env environment) error {
 	if pending {
 		return errors.New("the database schema is behind this binary: run `paynotify migrate` first")
 	}
-	return listenAndServe(ctx, log, env, cfg, store, client)
+	return listenAndServe(ctx, log, env, cfg, store, client, false)
 }
 
 // migrate applies the schema and exits.
@@ -75,9 +75,10 @@ func migrate(ctx context.Context, env environment) error {
 	return nil
 }
 
-// listenAndServe wires the HTTP surface and serves until ctx ends, then
+// listenAndServe wires the HTTP surface and the background workers (with
+// the accounting consumer too if consume) and serves until ctx ends, then
 // lets requests in flight finish.
-func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg config.Config, store *dao.Store, verifier handler.Verifier) error {
+func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg config.Config, store *dao.Store, verifier handler.Verifier, consume bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -93,22 +94,17 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg 
 		Payments:      service.NewPayments(store),
 		Orders:        service.NewOrders(store),
 		JWTSecret:     []byte(cfg.APIJWTSecret),
+		AdminToken:    cfg.AdminToken,
+		Ops:           service.NewOps(store),
 		DB:            store,
 		Registry:      reg,
 		NotifyTimeout: cfg.NotifyTimeout,
 	})
-	closed := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "paynotify_orders_closed_total",
-		Help: "Unpaid orders closed by the timeout closer.",
-	})
-	reg.MustRegister(closed)
-	closer := service.NewCloser(store, log, cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch)
-	closer.OnClosed = func(n int) { closed.Add(float64(n)) }
-	workers, stopWorkers := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); closer.Run(workers) }()
-	defer func() { stopWorkers(); wg.Wait() }()
+	w, err := startWorkers(ctx, log, cfg, store, reg, consume)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -151,4 +147,28 @@ func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// consumeCmd runs the accounting consumer until SIGTERM.
+func consumeCmd(ctx context.Context, env environment) error {
+	cfg, err := config.Load(env.environ)
+	if err != nil {
+		return err
+	}
+	if cfg.NATSURL == "" {
+		return errors.New("consume needs NATS_URL")
+	}
+	log := newLogger(env.stderr, cfg.LogLevel, true)
+	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	b, err := broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	log.Info("accounting consumer running", "durable", accountingDurable)
+	return b.Consume(ctx, accountingDurable, service.AccountingEvents, service.NewAccounting(store).Book)
 }

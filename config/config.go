@@ -32,6 +32,12 @@ type Config struct {
 	OrderCloseInterval time.Duration `env:"ORDER_CLOSE_INTERVAL" envDefault:"1m"`
 	OrderCloseBatch    int           `env:"ORDER_CLOSE_BATCH" envDefault:"100"`
 
+	// NATSURL is the broker the outbox relay publishes to; unset, events
+	// wait in the outbox.
+	NATSURL string `env:"NATS_URL"`
+	// AdminToken guards /admin; unset, the admin views are off.
+	AdminToken string `env:"ADMIN_TOKEN"`
+
 	AppID                string `env:"ALIPAY_APP_ID"`
 	SellerID             string `env:"ALIPAY_SELLER_ID"`
 	AlipayPublicKey      string `env:"ALIPAY_PUBLIC_KEY"`
@@ -64,6 +70,9 @@ func Load(environ []string) (Config, error) {
 	if c.APIJWTSecret != "" && len(c.APIJWTSecret) < 32 {
 		errs = append(errs, errors.New("API_JWT_SECRET: at least 32 bytes (HS256 needs a 256-bit secret)"))
 	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		errs = append(errs, errors.New("ADMIN_TOKEN: at least 16 characters"))
+	}
 	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 {
 		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL and ORDER_CLOSE_BATCH must be positive"))
 	}
@@ -88,6 +97,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("alipay_production", c.Production),
 		slog.Bool("order_api", c.APIJWTSecret != ""),
 		slog.Duration("order_pay_timeout", c.OrderPayTimeout),
+		slog.Bool("nats", c.NATSURL != ""),
+		slog.Bool("admin", c.AdminToken != ""),
 	)
 }
 

@@ -29,8 +29,11 @@ type Deps struct {
 	Orders   *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
 	JWTSecret []byte
-	DB        Pinger
-	Registry  *prometheus.Registry
+	// AdminToken guards /admin; without it the admin views are off.
+	AdminToken string
+	Ops        *service.Ops
+	DB         Pinger
+	Registry   *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -56,6 +59,13 @@ func New(d Deps) http.Handler {
 		api.GET("/orders/:sn", o.Get)
 		api.POST("/orders/:sn/cancel", o.Cancel)
 		api.GET("/order-requests/:key", o.RequestStatus)
+	}
+
+	if d.AdminToken != "" && d.Ops != nil {
+		a := &Admin{ops: d.Ops}
+		admin := r.Group("/admin", adminAuth(d.AdminToken))
+		admin.GET("/outbox", a.Outbox)
+		admin.GET("/journal/totals", a.JournalTotals)
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })

@@ -78,7 +78,7 @@ func (c *Closer) CloseExpired(ctx context.Context) (int, error) {
 				return nil // paid or cancelled since we listed it
 			}
 			done = true
-			return closeLocked(ctx, tx, order)
+			return closeLocked(ctx, tx, order, closeTimeout, c.now())
 		})
 		if err != nil {
 			return closed, err

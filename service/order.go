@@ -172,6 +172,13 @@ func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key s
 	if err := tx.InsertItems(ctx, order.ID, order.OrderSN, items); err != nil {
 		return Placed{}, err
 	}
+	ev, err := orderEvent(model.EventOrderCreated, order, "", o.now())
+	if err != nil {
+		return Placed{}, err
+	}
+	if err := tx.InsertEvents(ctx, ev); err != nil {
+		return Placed{}, err
+	}
 
 	body, err := json.Marshal(newOrderView(order, items, nil))
 	if err != nil {
@@ -279,7 +286,7 @@ func (o *Orders) Cancel(ctx context.Context, memberID int64, sn string) (OrderVi
 		switch order.Status {
 		case model.OrderClosed:
 		case model.OrderAwaitingPayment:
-			if err := closeLocked(ctx, tx, order); err != nil {
+			if err := closeLocked(ctx, tx, order, closeCancelled, o.now()); err != nil {
 				return err
 			}
 			order.Status = model.OrderClosed
@@ -293,15 +300,24 @@ func (o *Orders) Cancel(ctx context.Context, memberID int64, sn string) (OrderVi
 }
 
 // closeLocked moves an order the caller holds locked from awaiting payment
-// to closed and gives back its reservation, coupon and points. Only the
-// compare-and-set 0→4 lets it run, so it runs once per order.
-func closeLocked(ctx context.Context, tx *dao.Store, order model.Order) error {
+// to closed, announces it (order.closed), and gives back its reservation,
+// coupon and points. Only the compare-and-set 0→4 lets it run, so it runs
+// once per order.
+func closeLocked(ctx context.Context, tx *dao.Store, order model.Order, reason string, now time.Time) error {
 	closed, err := tx.CloseOrder(ctx, order.ID)
 	if err != nil {
 		return err
 	}
 	if !closed {
 		return fmt.Errorf("%w: order %d is not awaiting payment", model.ErrStateChanged, order.ID)
+	}
+	order.Status = model.OrderClosed
+	ev, err := orderEvent(model.EventOrderClosed, order, reason, now)
+	if err != nil {
+		return err
+	}
+	if err := tx.InsertEvents(ctx, ev); err != nil {
+		return err
 	}
 	if err := tx.ReleaseReservation(ctx, order.ID); err != nil {
 		return err

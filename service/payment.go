@@ -30,7 +30,8 @@ func NewPayments(store *dao.Store) *Payments {
 //   - otherwise, in one transaction, the order row is locked, the payment is
 //     inserted in the state model.Decide gives, and an APPLIED payment moves
 //     the order 0→1 and sells its stock reservation. Lock order: order,
-//     then payment, then stock (see Orders).
+//     then payment, then stock (see Orders). The outbox event (order.paid
+//     or payment.refund_pending) is written in the same transaction.
 //
 // It returns the payment as recorded and what this call did.
 func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
@@ -75,15 +76,26 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 		}
 		if pay.State != model.PaymentApplied {
 			outcome = model.OutcomeRefundPending
-			return nil
+			ev, err := paymentEvent(model.EventRefundPending, pay, order.OrderSN, p.now())
+			if err != nil {
+				return err
+			}
+			return tx.InsertEvents(ctx, ev)
 		}
 		outcome = model.OutcomeApplied
 		if err := tx.MarkOrderPaid(ctx, order.ID, *pay.PaidAt); err != nil {
 			return err
 		}
 		// Only the 0→1 compare-and-set gets here: the reservation is sold
-		// exactly once.
-		return tx.SellReservation(ctx, order.ID)
+		// and the payment announced exactly once.
+		if err := tx.SellReservation(ctx, order.ID); err != nil {
+			return err
+		}
+		ev, err := paymentEvent(model.EventOrderPaid, pay, order.OrderSN, p.now())
+		if err != nil {
+			return err
+		}
+		return tx.InsertEvents(ctx, ev)
 	})
 	if err != nil {
 		return model.Payment{}, "", err

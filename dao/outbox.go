@@ -1,0 +1,131 @@
+package dao
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const outboxTable = "outbox"
+
+// outboxRecord is a row of the outbox table.
+type outboxRecord struct {
+	ID            int64 `gorm:"primaryKey"`
+	EventID       string
+	AggregateID   int64
+	EventType     string
+	Payload       string
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	CreateTime    time.Time
+	SentTime      *time.Time
+}
+
+func (outboxRecord) TableName() string { return outboxTable }
+
+func (r outboxRecord) row() (model.OutboxRow, error) {
+	var ev model.Event
+	if err := json.Unmarshal([]byte(r.Payload), &ev); err != nil {
+		return model.OutboxRow{}, fmt.Errorf("outbox row %d: %w", r.ID, err)
+	}
+	return model.OutboxRow{
+		Seq: r.ID, Event: ev, State: model.OutboxState(r.State), Attempts: r.Attempts,
+		NextAttemptAt: r.NextAttemptAt, LastError: r.LastError, SentTime: r.SentTime,
+	}, nil
+}
+
+// InsertEvents writes events to the outbox. Call it inside the transaction
+// of the change they announce: they commit, or vanish, with it.
+func (s *Store) InsertEvents(ctx context.Context, events ...model.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	recs := make([]outboxRecord, len(events))
+	for i, ev := range events {
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		recs[i] = outboxRecord{
+			EventID: ev.ID, AggregateID: ev.AggregateID, EventType: string(ev.Type), Payload: string(payload),
+			State: string(model.OutboxPending), NextAttemptAt: ev.OccurredAt, CreateTime: ev.OccurredAt,
+		}
+	}
+	return mapErr(s.db.WithContext(ctx).Create(&recs).Error)
+}
+
+// ClaimEvents locks up to limit unsent events that are due, oldest first,
+// skipping rows another relay holds (FOR UPDATE SKIP LOCKED: MySQL 8,
+// MariaDB 10.6+). The claim lasts as long as the caller's transaction: a
+// relay that dies rolls back and the rows are free again.
+func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int) ([]model.OutboxRow, error) {
+	var recs []outboxRecord
+	err := s.db.WithContext(ctx).
+		Where("state IN ? AND next_attempt_at <= ?", []string{string(model.OutboxPending), string(model.OutboxFailed)}, now.UTC()).
+		Order("id").Limit(limit).
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
+		Find(&recs).Error
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return rows(recs)
+}
+
+// MarkSent records that events were published and acknowledged.
+func (s *Store) MarkSent(ctx context.Context, seqs []int64, now time.Time) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id IN ?", seqs).
+		Updates(map[string]any{"state": model.OutboxSent, "sent_time": now.UTC(), "last_error": ""}).Error)
+}
+
+// MarkFailed records a failed publication: one more attempt, the next one
+// not before next, and FAILED once attempts reach failAfter.
+func (s *Store) MarkFailed(ctx context.Context, seq int64, attempts int, next time.Time, failAfter int, reason string) error {
+	state := model.OutboxPending
+	if attempts >= failAfter {
+		state = model.OutboxFailed
+	}
+	if len(reason) > 500 {
+		reason = reason[:500]
+	}
+	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id = ?", seq).
+		Updates(map[string]any{"state": state, "attempts": attempts, "next_attempt_at": next.UTC(), "last_error": reason}).Error)
+}
+
+// OutboxRows lists events in a state, oldest first, for operators.
+func (s *Store) OutboxRows(ctx context.Context, state model.OutboxState, limit int) ([]model.OutboxRow, error) {
+	var recs []outboxRecord
+	err := s.db.WithContext(ctx).Where("state = ?", state).Order("id").Limit(limit).Find(&recs).Error
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return rows(recs)
+}
+
+// OutboxCount counts events in a state.
+func (s *Store) OutboxCount(ctx context.Context, state model.OutboxState) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&outboxRecord{}).Where("state = ?", state).Count(&n).Error
+	return n, mapErr(err)
+}
+
+func rows(recs []outboxRecord) ([]model.OutboxRow, error) {
+	out := make([]model.OutboxRow, len(recs))
+	for i, r := range recs {
+		row, err := r.row()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = row
+	}
+	return out, nil
+}

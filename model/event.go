@@ -1,0 +1,100 @@
+package model
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// EventType names what happened; it is the last part of the NATS subject.
+type EventType string
+
+// Events worth announcing, each written in the transaction of its change.
+const (
+	EventOrderCreated  EventType = "order.created"
+	EventOrderPaid     EventType = "order.paid"
+	EventOrderClosed   EventType = "order.closed"
+	EventRefundPending EventType = "payment.refund_pending"
+)
+
+// Event is one announcement: the envelope a consumer receives.
+type Event struct {
+	ID          string          `json:"id"`
+	Type        EventType       `json:"type"`
+	AggregateID int64           `json:"aggregate_id"`
+	OccurredAt  time.Time       `json:"occurred_at"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// OrderEventData is the data of order.created and order.closed.
+type OrderEventData struct {
+	OrderID     int64  `json:"order_id"`
+	OrderSN     string `json:"order_sn"`
+	MemberID    int64  `json:"member_id"`
+	PayAmount   string `json:"pay_amount"`
+	TotalAmount string `json:"total_amount"`
+	Status      int    `json:"status"`
+	// Reason says why an order closed: "cancelled" or "timeout".
+	Reason string `json:"reason,omitempty"`
+}
+
+// PaymentEventData is the data of order.paid and payment.refund_pending.
+type PaymentEventData struct {
+	OrderID    int64      `json:"order_id"`
+	OrderSN    string     `json:"order_sn"`
+	Provider   string     `json:"provider"`
+	TradeNo    string     `json:"trade_no"`
+	OutTradeNo string     `json:"out_trade_no"`
+	Amount     string     `json:"amount"`
+	State      string     `json:"state"`
+	Reason     string     `json:"reason,omitempty"`
+	PaidAt     *time.Time `json:"paid_at,omitempty"`
+}
+
+// OutboxState is where an outbox row stands.
+type OutboxState string
+
+// Outbox states. FAILED rows are still retried, on a longer back-off: the
+// state makes them visible, it never drops them.
+const (
+	OutboxPending OutboxState = "PENDING"
+	OutboxSent    OutboxState = "SENT"
+	OutboxFailed  OutboxState = "FAILED"
+)
+
+// OutboxRow is an event waiting for (or past) publication.
+type OutboxRow struct {
+	Seq           int64
+	Event         Event
+	State         OutboxState
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	SentTime      *time.Time
+}
+
+// Ledger accounts the accounting consumer books to.
+const (
+	AccountAlipayClearing = "alipay_clearing"
+	AccountSales          = "sales"
+	AccountRefundsPayable = "refunds_payable"
+)
+
+// JournalLine is one side of a double entry in the accounting journal.
+type JournalLine struct {
+	EventID   string
+	EventType EventType
+	OrderID   int64
+	OrderSN   string
+	Account   string
+	Debit     decimal.Decimal
+	Credit    decimal.Decimal
+}
+
+// AccountTotal is what an account was debited and credited in all.
+type AccountTotal struct {
+	Account string          `json:"account"`
+	Debit   decimal.Decimal `json:"debit"`
+	Credit  decimal.Decimal `json:"credit"`
+}

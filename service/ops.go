@@ -1,0 +1,32 @@
+package service
+
+import (
+	"context"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Ops is what operators read: the outbox and the journal's totals.
+type Ops struct {
+	store *dao.Store
+}
+
+// NewOps returns the operator views over store.
+func NewOps(store *dao.Store) *Ops { return &Ops{store: store} }
+
+// Outbox lists up to limit events in a state, oldest first, and counts all
+// of them.
+func (o *Ops) Outbox(ctx context.Context, state model.OutboxState, limit int) ([]model.OutboxRow, int64, error) {
+	rows, err := o.store.OutboxRows(ctx, state, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := o.store.OutboxCount(ctx, state)
+	return rows, n, err
+}
+
+// JournalTotals sums the journal per account.
+func (o *Ops) JournalTotals(ctx context.Context) ([]model.AccountTotal, error) {
+	return o.store.JournalTotals(ctx)
+}

@@ -1,0 +1,127 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Publisher sends events to the broker and says, per event, whether it
+// was acknowledged (nil) or not.
+type Publisher interface {
+	Publish(ctx context.Context, events []model.Event) []error
+}
+
+// Relay publishes outbox rows and marks them sent. Several relays may run
+// at once: each claims its rows with FOR UPDATE SKIP LOCKED for the length
+// of one transaction — publish, wait for acknowledgements, mark sent — so
+// no row is published by two relays at the same moment, and a relay that
+// dies rolls back and strands nothing. A crash between publish and commit
+// publishes the row again; the event id as Nats-Msg-Id and the consumer's
+// de-duplication make that harmless.
+type Relay struct {
+	store *dao.Store
+	pub   Publisher
+	log   *slog.Logger
+	// Batch is how many rows one transaction claims.
+	Batch int
+	// Interval is how long an idle relay waits before looking again.
+	Interval time.Duration
+	// FailAfter attempts mark a row FAILED (still retried, on MaxBackoff).
+	FailAfter  int
+	MaxBackoff time.Duration
+	// AfterPublish, if set, runs between publishing and marking sent: a
+	// seam for fault injection (an error aborts the claim, as a crash would).
+	AfterPublish func(ctx context.Context) error
+	// OnPublished, if set, is told how many rows each batch sent and failed.
+	OnPublished func(sent, failed int)
+	now         func() time.Time
+}
+
+// NewRelay returns a relay from store to pub with default tuning.
+func NewRelay(store *dao.Store, pub Publisher, log *slog.Logger) *Relay {
+	return &Relay{store: store, pub: pub, log: log, Batch: 100, Interval: 500 * time.Millisecond,
+		FailAfter: 10, MaxBackoff: 5 * time.Minute, now: time.Now}
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		sent, err := r.RelayOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("relay round failed", "err", err)
+		}
+		if sent == r.Batch && err == nil {
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.Interval):
+		}
+	}
+}
+
+// RelayOnce claims one batch of due rows, publishes them, and records the
+// result. It returns how many rows it marked sent.
+func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	sent, failed := 0, 0
+	err := r.store.Tx(ctx, func(tx *dao.Store) error {
+		sent, failed = 0, 0
+		rows, err := tx.ClaimEvents(ctx, r.now(), r.Batch)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		events := make([]model.Event, len(rows))
+		for i, row := range rows {
+			events[i] = row.Event
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		errs := r.pub.Publish(pctx, events)
+		cancel()
+		if r.AfterPublish != nil {
+			if err := r.AfterPublish(ctx); err != nil {
+				return err
+			}
+		}
+		var ok []int64
+		for i, row := range rows {
+			if errs[i] == nil {
+				ok = append(ok, row.Seq)
+				continue
+			}
+			failed++
+			attempts := row.Attempts + 1
+			next := r.now().Add(r.backoff(attempts))
+			level := slog.LevelWarn
+			if attempts >= r.FailAfter {
+				level = slog.LevelError // FAILED: an operator should look
+			}
+			r.log.Log(ctx, level, "event not published", "event_id", row.Event.ID, "type", row.Event.Type, "attempts", attempts, "err", errs[i])
+			if err := tx.MarkFailed(ctx, row.Seq, attempts, next, r.FailAfter, errs[i].Error()); err != nil {
+				return err
+			}
+		}
+		sent = len(ok)
+		return tx.MarkSent(ctx, ok, r.now())
+	})
+	if err != nil {
+		return 0, err
+	}
+	if r.OnPublished != nil && sent+failed > 0 {
+		r.OnPublished(sent, failed)
+	}
+	return sent, nil
+}
+
+// backoff doubles from one second per attempt, capped at MaxBackoff.
+func (r *Relay) backoff(attempts int) time.Duration {
+	d := time.Second << min(attempts-1, 20)
+	return min(d, r.MaxBackoff)
+}
+
+// ErrNoBroker says no broker is configured; the outbox keeps the events.
+var ErrNoBroker = errors.New("no broker configured (NATS_URL unset): events stay in the outbox")
