@@ -136,10 +136,18 @@ func (s *Store) InsertItems(ctx context.Context, orderID int64, sn string, items
 
 // OrderItems lists an order's lines.
 func (s *Store) OrderItems(ctx context.Context, orderID int64) ([]model.OrderItem, error) {
-	var items []model.OrderItem
+	var rows []struct {
+		SKUID    int64           `gorm:"column:product_sku_id"`
+		Quantity int             `gorm:"column:product_quantity"`
+		Price    decimal.Decimal `gorm:"column:product_price"`
+	}
 	err := s.db.WithContext(ctx).Table("oms_order_item").
-		Select("product_sku_id AS sku_id", "product_quantity AS quantity", "product_price AS price").
-		Where("order_id = ?", orderID).Order("id").Find(&items).Error
+		Select("product_sku_id", "product_quantity", "product_price").
+		Where("order_id = ?", orderID).Order("id").Find(&rows).Error
+	items := make([]model.OrderItem, len(rows))
+	for i, r := range rows {
+		items[i] = model.OrderItem{SKUID: r.SKUID, Quantity: r.Quantity, Price: r.Price}
+	}
 	return items, mapErr(err)
 }
 
