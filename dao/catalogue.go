@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -41,7 +42,7 @@ func (s *Store) ReserveStock(ctx context.Context, skuID int64, qty int) (bool, e
 }
 
 // SellReservation turns an order's reservations into sales (stock and
-// lock_stock both drop by each item's quantity), in one statement. The
+// lock_stock both drop by each item's quantity). The
 // caller holds the order lock and has just moved it 0→1, so this runs once
 // per order. The table's CHECK refuses a reservation that is not there.
 func (s *Store) SellReservation(ctx context.Context, orderID int64) error {
@@ -49,33 +50,44 @@ func (s *Store) SellReservation(ctx context.Context, orderID int64) error {
 }
 
 // ReleaseReservation gives an order's reservations back (lock_stock drops
-// by each item's quantity), in one statement. The caller holds the order
+// by each item's quantity). The caller holds the order
 // lock and has just moved it 0→4, so this runs once per order.
 func (s *Store) ReleaseReservation(ctx context.Context, orderID int64) error {
 	return s.adjustReservation(ctx, orderID, false)
 }
 
 func (s *Store) adjustReservation(ctx context.Context, orderID int64, sell bool) error {
-	var q string
-	switch {
-	case s.driver == DriverMySQL && sell:
-		q = `UPDATE pms_sku_stock s JOIN oms_order_item i ON i.product_sku_id = s.id
-			SET s.stock = s.stock - i.product_quantity, s.lock_stock = s.lock_stock - i.product_quantity
-			WHERE i.order_id = ?`
-	case s.driver == DriverMySQL:
-		q = `UPDATE pms_sku_stock s JOIN oms_order_item i ON i.product_sku_id = s.id
-			SET s.lock_stock = s.lock_stock - i.product_quantity
-			WHERE i.order_id = ?`
-	case sell:
-		q = `UPDATE pms_sku_stock SET stock = stock - i.q, lock_stock = lock_stock - i.q
-			FROM (SELECT product_sku_id AS sku, SUM(product_quantity) AS q FROM oms_order_item WHERE order_id = ? GROUP BY product_sku_id) AS i
-			WHERE pms_sku_stock.id = i.sku`
-	default:
-		q = `UPDATE pms_sku_stock SET lock_stock = lock_stock - i.q
-			FROM (SELECT product_sku_id AS sku, SUM(product_quantity) AS q FROM oms_order_item WHERE order_id = ? GROUP BY product_sku_id) AS i
-			WHERE pms_sku_stock.id = i.sku`
+	// A plain read: lines never change after placement, and a locking read
+	// (or a JOIN update) would also lock the line index's gaps, which a
+	// concurrent placement inserting its own lines then deadlocks against.
+	items, err := s.OrderItems(ctx, orderID)
+	if err != nil || len(items) == 0 {
+		return err
 	}
-	return mapErr(s.db.WithContext(ctx).Exec(q, orderID).Error)
+	// One statement; it locks the SKU rows in ascending id, the stock lock
+	// order. The CHECK refuses a reservation that is not there.
+	var qty strings.Builder
+	args := make([]any, 0, 2*len(items))
+	ids := make([]int64, len(items))
+	qty.WriteString("CASE id")
+	for i, it := range items {
+		qty.WriteString(" WHEN ? THEN ?")
+		args = append(args, it.SKUID, it.Quantity)
+		ids[i] = it.SKUID
+	}
+	qty.WriteString(" END")
+	set := map[string]any{"lock_stock": gorm.Expr("lock_stock - "+qty.String(), args...), "modify_time": time.Now().UTC()}
+	if sell {
+		set["stock"] = gorm.Expr("stock - "+qty.String(), args...)
+	}
+	res := s.db.WithContext(ctx).Table(skuTable).Where("id IN ?", ids).Updates(set)
+	if res.Error != nil {
+		return mapErr(res.Error)
+	}
+	if int(res.RowsAffected) != len(items) {
+		return fmt.Errorf("%w: order %d: %d of %d SKUs adjusted", model.ErrStateChanged, orderID, res.RowsAffected, len(items))
+	}
+	return nil
 }
 
 // CouponForUpdate reads a coupon and locks it.

@@ -47,6 +47,7 @@ var errorTable = []errorRow{
 	{model.ErrOutOfStock, "", slog.LevelInfo, http.StatusConflict, "out_of_stock", 0},
 	{model.ErrCouponUnusable, "", slog.LevelInfo, http.StatusUnprocessableEntity, "coupon_not_usable", 0},
 	{model.ErrInsufficientPoints, "", slog.LevelInfo, http.StatusUnprocessableEntity, "insufficient_points", 0},
+	{model.ErrMemberNotFound, "", slog.LevelWarn, http.StatusUnprocessableEntity, "member_not_found", 0},
 	{model.ErrOrderNotCancellable, "", slog.LevelInfo, http.StatusConflict, "order_not_cancellable", 0},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},

@@ -47,6 +47,9 @@ func New(d Deps) http.Handler {
 	}
 	m := newMetrics(d.Registry)
 	r := gin.New()
+	// Path values are matched escaped and handed over unescaped, so an
+	// idempotency key with a "/" (a visible ASCII character) still routes.
+	r.UseRawPath, r.UnescapePathValues = true, true
 	r.Use(requestID(d.Log), recovery())
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, metrics: m, timeout: d.NotifyTimeout}

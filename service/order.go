@@ -65,8 +65,11 @@ func (o *Orders) Place(ctx context.Context, memberID int64, key string, req mode
 		return Placed{}, err
 	}
 
+	if _, err := o.store.MemberPoints(ctx, memberID); err != nil {
+		return Placed{}, err
+	}
 	var placed Placed
-	err = o.store.Tx(ctx, func(tx *dao.Store) error {
+	err = inTx(ctx, o.store, func(tx *dao.Store) error {
 		inserted, err := tx.InsertRequest(ctx, model.OrderRequest{MemberID: memberID, IdempotencyKey: key, RequestHash: hash})
 		if errors.Is(err, model.ErrRetryable) {
 			// The key's lock outlived our wait: the first is in flight.
