@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"paynotify/alipay"
 	"paynotify/config"
 	"paynotify/dao"
+	"paynotify/fakealipay"
 	"paynotify/handler"
 	"paynotify/model"
 )
@@ -135,31 +138,57 @@ func dev(ctx context.Context, env environment) error {
 	if err := seedDemo(ctx, store); err != nil {
 		return err
 	}
+	// Listen first: the fake Alipay and notify_url need the real address
+	// (HTTP_ADDR may say port 0).
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil && (host == "::" || host == "0.0.0.0") {
+		base = "http://localhost:" + port
+	}
+	cfg.PublicURL = base
+	fake, err := fakealipay.New(fakealipay.Config{
+		AppID: devAppID, SellerID: devSellerID,
+		PrivateKey:   devKey("alipay_private_key.pem"),
+		AppPublicKey: devKey("app_public_key.pem"),
+		NotifyURL:    base + "/alipay/notify",
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer fake.Close()
 	client, err := alipay.New(alipay.Config{
 		AppID:           devAppID,
 		SellerID:        devSellerID,
 		AppPrivateKey:   devKey("app_private_key.pem"),
 		AlipayPublicKey: devKey("alipay_public_key.pem"),
+		SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
 	})
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	log.Info("dev mode: development keys, demo orders seeded",
+	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
 		"db", *dbPath, "app_id", devAppID, "seller_id", devSellerID, "orders", len(demoOrders))
-	port := cfg.HTTPAddr
-	if len(port) > 0 && port[0] == ':' {
-		port = "localhost" + port
-	}
 	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	log.Info("try: curl --data @testdata/notify/pay_demo_1001.form http://" + port + "/alipay/notify")
-	log.Info("try: curl -H 'Authorization: Bearer " + cfg.AdminToken + "' http://" + port + "/admin/outbox?state=pending")
+	log.Info("try: curl --data @testdata/notify/pay_demo_1001.form " + base + "/alipay/notify")
+	log.Info("try: curl -H 'Authorization: Bearer " + cfg.AdminToken + "' " + base + "/admin/outbox?state=pending")
 	log.Info("demo member 1 (alice: 5000 points, coupon 1 worth 20.00); SKUs 1-3", "token", token)
-	log.Info(`try: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: demo-1" -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' http://` + port + "/api/v1/orders")
-	return listenAndServe(ctx, log, env, cfg, store, client, true)
+	log.Info(`try: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: demo-1" -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' ` + base + "/api/v1/orders")
+	log.Info(`then: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: pay-1" -d '{"method":"page"}' ` + base + "/api/v1/orders/<order_sn>/pay   (open pay_url, press Pay)")
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
+		mounts: map[string]http.Handler{devFakePrefix: fake.Handler()}})
 }
+
+// devFakePrefix is where dev serves its fake Alipay.
+const devFakePrefix = "/fake-alipay"
 
 // seedDemo inserts the demo data on a fresh database: SKUs, members with
 // points and coupons, and the orders the replay forms pay.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/handler"
+	"paynotify/lock"
 	"paynotify/service"
 )
 
@@ -53,7 +55,7 @@ func serve(ctx context.Context, env environment) error {
 	if pending {
 		return errors.New("the database schema is behind this binary: run `paynotify migrate` first")
 	}
-	return listenAndServe(ctx, log, env, cfg, store, client, false)
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
 }
 
 // migrate applies the schema and exits.
@@ -75,10 +77,23 @@ func migrate(ctx context.Context, env environment) error {
 	return nil
 }
 
-// listenAndServe wires the HTTP surface and the background workers (with
-// the accounting consumer too if consume) and serves until ctx ends, then
-// lets requests in flight finish.
-func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg config.Config, store *dao.Store, verifier handler.Verifier, consume bool) error {
+// app is what listenAndServe runs.
+type app struct {
+	cfg    config.Config
+	store  *dao.Store
+	alipay *alipay.Client
+	// consume runs the accounting consumer in-process too (dev).
+	consume bool
+	// mounts are extra handlers by path prefix (dev's fake Alipay).
+	mounts map[string]http.Handler
+	// ln, if set, is the listener to serve on (else HTTP_ADDR).
+	ln net.Listener
+}
+
+// listenAndServe wires the HTTP surface and the background workers and
+// serves until ctx ends, then lets requests in flight finish.
+func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a app) error {
+	cfg, store := a.cfg, a.store
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -88,11 +103,31 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg 
 	if cfg.APIJWTSecret == "" {
 		log.Warn("order API disabled: API_JWT_SECRET is not set")
 	}
+	payments := service.NewPayments(store)
+	refunds := service.NewRefunds(store, a.alipay, log)
+	var checkout *service.Checkout
+	var locker *lock.Redis
+	if cfg.PublicURL == "" {
+		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
+	} else {
+		var l service.Locker
+		if cfg.RedisAddr != "" {
+			locker = lock.New(cfg.RedisAddr, log)
+			defer locker.Close()
+			l = locker
+		} else {
+			log.Warn("REDIS_ADDR not set: payment starts are guarded in-process and by the database only")
+		}
+		checkout = service.NewCheckout(store, a.alipay, payments, l, log,
+			strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+	}
 	h := handler.New(handler.Deps{
 		Log:           log,
-		Verifier:      verifier,
-		Payments:      service.NewPayments(store),
+		Verifier:      a.alipay,
+		Payments:      payments,
 		Orders:        service.NewOrders(store),
+		Checkout:      checkout,
+		Refunds:       refunds,
 		JWTSecret:     []byte(cfg.APIJWTSecret),
 		AdminToken:    cfg.AdminToken,
 		Ops:           service.NewOps(store),
@@ -100,15 +135,36 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, cfg 
 		Registry:      reg,
 		NotifyTimeout: cfg.NotifyTimeout,
 	})
-	w, err := startWorkers(ctx, log, cfg, store, reg, consume)
+	if len(a.mounts) > 0 {
+		mux := http.NewServeMux()
+		for prefix, m := range a.mounts {
+			mux.Handle(prefix+"/", http.StripPrefix(prefix, m))
+		}
+		mux.Handle("/", h)
+		h = mux
+	}
+	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume)
 	if err != nil {
 		return err
 	}
 	defer w.stop()
+	if checkout != nil {
+		unguarded := prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paynotify_pay_starts_unguarded_total",
+			Help: "Payment starts that ran without the Redis guard (not configured, or Redis down).",
+		})
+		reg.MustRegister(unguarded)
+		checkout.OnUnguarded = unguarded.Inc
+	}
+	reconciler := service.NewReconciler(store, a.alipay, payments, log)
+	w.go_(func() { reconciler.Run(w.ctx, cfg.AlipayJobsInterval) })
+	w.go_(func() { refunds.Run(w.ctx, cfg.AlipayJobsInterval) })
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return err
+	ln := a.ln
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return err
+		}
 	}
 	srv := &http.Server{
 		Handler:           h,

@@ -20,6 +20,7 @@ import (
 // accounting consumer.
 type workers struct {
 	wg     sync.WaitGroup
+	ctx    context.Context
 	cancel context.CancelFunc
 	broker *broker.JetStream
 }
@@ -28,7 +29,7 @@ type workers struct {
 // the server's context, so they outlive the HTTP drain.
 func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, reg prometheus.Registerer, consume bool) (*workers, error) {
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &workers{cancel: cancel}
+	w := &workers{ctx: wctx, cancel: cancel}
 	m := newWorkerMetrics(reg, store)
 
 	closer := service.NewCloser(store, log, cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch)

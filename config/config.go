@@ -38,6 +38,20 @@ type Config struct {
 	// AdminToken guards /admin; unset, the admin views are off.
 	AdminToken string `env:"ADMIN_TOKEN"`
 
+	// RedisAddr is the Redis that guards payment starts across instances;
+	// unset (or down), the database's unique key alone decides.
+	RedisAddr string `env:"REDIS_ADDR"`
+	// PublicURL is where Alipay reaches this service: notify_url is
+	// PublicURL + "/alipay/notify". Unset, the pay endpoint is off.
+	PublicURL string `env:"PUBLIC_URL"`
+	// PayReturnURL is where Alipay's cashier sends the buyer back.
+	PayReturnURL string `env:"PAY_RETURN_URL"`
+	// AlipaySandboxGateway points the sandbox client elsewhere (a fake
+	// Alipay); ignored in production.
+	AlipaySandboxGateway string `env:"ALIPAY_SANDBOX_GATEWAY"`
+	// AlipayJobsInterval is how often the query, close and refund jobs run.
+	AlipayJobsInterval time.Duration `env:"ALIPAY_JOBS_INTERVAL" envDefault:"30s"`
+
 	AppID                string `env:"ALIPAY_APP_ID"`
 	SellerID             string `env:"ALIPAY_SELLER_ID"`
 	AlipayPublicKey      string `env:"ALIPAY_PUBLIC_KEY"`
@@ -73,8 +87,11 @@ func Load(environ []string) (Config, error) {
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		errs = append(errs, errors.New("ADMIN_TOKEN: at least 16 characters"))
 	}
-	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 {
-		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL and ORDER_CLOSE_BATCH must be positive"))
+	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 || c.AlipayJobsInterval <= 0 {
+		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL, ORDER_CLOSE_BATCH and ALIPAY_JOBS_INTERVAL must be positive"))
+	}
+	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "https://") && !strings.HasPrefix(c.PublicURL, "http://") {
+		errs = append(errs, fmt.Errorf("PUBLIC_URL %q: want an http(s) URL", c.PublicURL))
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration:\n  %w", joinLines(errs))
@@ -99,6 +116,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("order_pay_timeout", c.OrderPayTimeout),
 		slog.Bool("nats", c.NATSURL != ""),
 		slog.Bool("admin", c.AdminToken != ""),
+		slog.Bool("redis", c.RedisAddr != ""),
+		slog.String("public_url", c.PublicURL),
 	)
 }
 
@@ -109,7 +128,7 @@ func (c Config) LogValue() slog.Value {
 func (c Config) Alipay(devKeys []string) (alipay.Config, error) {
 	var errs []error
 	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
-	ac := alipay.Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production}
+	ac := alipay.Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production, SandboxGateway: c.AlipaySandboxGateway}
 	if c.AppID == "" {
 		missing("ALIPAY_APP_ID")
 	}

@@ -15,7 +15,8 @@ import (
 
 // Admin serves operators' read-only views under /admin.
 type Admin struct {
-	ops *service.Ops
+	ops     *service.Ops
+	refunds *service.Refunds
 }
 
 // adminAuth admits requests bearing the ADMIN_TOKEN.

@@ -31,6 +31,7 @@ type Verifier interface {
 type Alipay struct {
 	verifier Verifier
 	payments *service.Payments
+	refunds  *service.Refunds // nil: refunds are not handled here
 	metrics  *metrics
 	timeout  time.Duration
 }
@@ -66,6 +67,17 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 		return "", err
 	}
 	log := logger(c).With("notify_id", n.NotifyID, "trade_status", n.TradeStatus)
+	if n.IsRefund() {
+		// Money going back is never a payment. The refund worker confirms
+		// it by query; the notice only hurries it.
+		if a.refunds != nil {
+			if err := a.refunds.Notified(ctx, n.OutBizNo); err != nil {
+				return "", err
+			}
+		}
+		log.Info("refund notification", "out_biz_no", n.OutBizNo, "refund_fee", n.RefundFee)
+		return "refund_notice", nil
+	}
 	if !n.TradeStatus.Paid() {
 		// WAIT_BUYER_PAY, TRADE_CLOSED: no money moved. Closes and refunds
 		// are confirmed by query, never taken from a notification alone.

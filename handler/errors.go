@@ -49,6 +49,13 @@ var errorTable = []errorRow{
 	{model.ErrInsufficientPoints, "", slog.LevelInfo, http.StatusUnprocessableEntity, "insufficient_points", 0},
 	{model.ErrMemberNotFound, "", slog.LevelWarn, http.StatusUnprocessableEntity, "member_not_found", 0},
 	{model.ErrOrderNotCancellable, "", slog.LevelInfo, http.StatusConflict, "order_not_cancellable", 0},
+	{model.ErrOrderNotPayable, "", slog.LevelInfo, http.StatusConflict, "order_not_payable", 0},
+	{model.ErrNothingToRefund, "", slog.LevelInfo, http.StatusConflict, "nothing_to_refund", 0},
+	{model.ErrRefundTooLarge, "", slog.LevelInfo, http.StatusUnprocessableEntity, "refund_too_large", 0},
+	{model.ErrTradeNotExist, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
+	{model.ErrTradeStatus, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
+	{model.ErrGatewayRefused, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
+	{model.ErrGatewayUnknown, "", slog.LevelWarn, http.StatusServiceUnavailable, "alipay_unavailable", 5},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
 }

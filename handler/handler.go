@@ -32,8 +32,12 @@ type Deps struct {
 	// AdminToken guards /admin; without it the admin views are off.
 	AdminToken string
 	Ops        *service.Ops
-	DB         Pinger
-	Registry   *prometheus.Registry
+	// Checkout and Refunds talk to Alipay; without them the pay and refund
+	// endpoints are off.
+	Checkout *service.Checkout
+	Refunds  *service.Refunds
+	DB       Pinger
+	Registry *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -52,7 +56,7 @@ func New(d Deps) http.Handler {
 	r.UseRawPath, r.UnescapePathValues = true, true
 	r.Use(requestID(d.Log), recovery())
 
-	a := &Alipay{verifier: d.Verifier, payments: d.Payments, metrics: m, timeout: d.NotifyTimeout}
+	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
@@ -62,13 +66,20 @@ func New(d Deps) http.Handler {
 		api.GET("/orders/:sn", o.Get)
 		api.POST("/orders/:sn/cancel", o.Cancel)
 		api.GET("/order-requests/:key", o.RequestStatus)
+		if d.Checkout != nil {
+			api.POST("/orders/:sn/pay", (&Pay{checkout: d.Checkout}).Start)
+		}
 	}
 
 	if d.AdminToken != "" && d.Ops != nil {
-		a := &Admin{ops: d.Ops}
+		a := &Admin{ops: d.Ops, refunds: d.Refunds}
 		admin := r.Group("/admin", adminAuth(d.AdminToken))
 		admin.GET("/outbox", a.Outbox)
 		admin.GET("/journal/totals", a.JournalTotals)
+		admin.GET("/orders/:sn/refunds", a.Refunds)
+		if d.Refunds != nil {
+			admin.POST("/orders/:sn/refunds", a.Refund)
+		}
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })

@@ -16,6 +16,8 @@ const (
 	EventOrderPaid     EventType = "order.paid"
 	EventOrderClosed   EventType = "order.closed"
 	EventRefundPending EventType = "payment.refund_pending"
+	EventRefunded      EventType = "payment.refunded"
+	EventRefundFailed  EventType = "payment.refund_failed"
 )
 
 // Event is one announcement: the envelope a consumer receives.
@@ -79,7 +81,21 @@ const (
 	AccountAlipayClearing = "alipay_clearing"
 	AccountSales          = "sales"
 	AccountRefundsPayable = "refunds_payable"
+	AccountSalesReturns   = "sales_returns"
 )
+
+// RefundEventData is the data of payment.refunded and payment.refund_failed.
+type RefundEventData struct {
+	OrderID      int64  `json:"order_id"`
+	OrderSN      string `json:"order_sn"`
+	Provider     string `json:"provider"`
+	TradeNo      string `json:"trade_no"`
+	OutTradeNo   string `json:"out_trade_no"`
+	OutRequestNo string `json:"out_request_no"`
+	Kind         string `json:"kind"`
+	Amount       string `json:"amount"`
+	Reason       string `json:"reason,omitempty"`
+}
 
 // JournalLine is one side of a double entry in the accounting journal.
 type JournalLine struct {

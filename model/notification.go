@@ -44,15 +44,29 @@ type Notification struct {
 	TotalAmount decimal.Decimal
 	// GmtPayment is when the buyer paid, in UTC; nil if Alipay sent none.
 	GmtPayment *time.Time
+	// RefundFee and OutBizNo are set on refund notifications: Alipay resends
+	// TRADE_SUCCESS (partial) or TRADE_CLOSED (full) with the refunded total
+	// and the refund's out_request_no.
+	RefundFee string
+	OutBizNo  string
+	GmtRefund string
+}
+
+// IsRefund reports whether the notification reports a refund, not a
+// payment: it must never be applied as one.
+func (n Notification) IsRefund() bool {
+	return n.RefundFee != "" || n.OutBizNo != "" || n.GmtRefund != ""
 }
 
 // ParseNotification reads the fields paynotify acts on from a verified
-// form. Only a paying status (TRADE_SUCCESS, TRADE_FINISHED) is validated
-// further; other statuses come back with just TradeStatus and NotifyID set.
+// form. Only a payment (a paying status, TRADE_SUCCESS or TRADE_FINISHED,
+// and no refund fields) is validated further; other notifications come
+// back with just their status, id and refund fields set.
 // Errors wrap ErrInvalidNotification.
 func ParseNotification(get func(string) string) (Notification, error) {
-	n := Notification{NotifyID: get("notify_id"), TradeStatus: TradeStatus(get("trade_status"))}
-	if !n.TradeStatus.Paid() {
+	n := Notification{NotifyID: get("notify_id"), TradeStatus: TradeStatus(get("trade_status")),
+		RefundFee: get("refund_fee"), OutBizNo: get("out_biz_no"), GmtRefund: get("gmt_refund")}
+	if !n.TradeStatus.Paid() || n.IsRefund() {
 		return n, nil
 	}
 	n.OutTradeNo = get("out_trade_no")

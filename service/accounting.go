@@ -12,13 +12,15 @@ import (
 )
 
 // AccountingEvents are the events the accounting journal books.
-var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefundPending}
+var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefundPending, model.EventRefunded}
 
 // Accounting is the exactly-once consumer that books payments into a
 // double-entry journal:
 //
-//	order.paid              debit alipay_clearing / credit sales
-//	payment.refund_pending  debit alipay_clearing / credit refunds_payable
+//	order.paid                      debit alipay_clearing / credit sales
+//	payment.refund_pending          debit alipay_clearing / credit refunds_payable
+//	payment.refunded (owed back)    debit refunds_payable / credit alipay_clearing
+//	payment.refunded (after-sale)   debit sales_returns   / credit alipay_clearing
 type Accounting struct {
 	store *dao.Store
 	// OnBooked, if set, is told whether each event was booked or was a
@@ -59,26 +61,40 @@ func (a *Accounting) Book(ctx context.Context, ev model.Event) error {
 // journalLines are the balanced lines an event books (none for events the
 // journal does not track).
 func journalLines(ev model.Event) ([]model.JournalLine, error) {
-	var credit string
+	var debit, credit, amountText string
+	var orderID int64
+	var orderSN string
 	switch ev.Type {
-	case model.EventOrderPaid:
-		credit = model.AccountSales
-	case model.EventRefundPending:
-		credit = model.AccountRefundsPayable
+	case model.EventOrderPaid, model.EventRefundPending:
+		var d model.PaymentEventData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		debit, credit = model.AccountAlipayClearing, model.AccountSales
+		if ev.Type == model.EventRefundPending {
+			credit = model.AccountRefundsPayable
+		}
+		amountText, orderID, orderSN = d.Amount, d.OrderID, d.OrderSN
+	case model.EventRefunded:
+		var d model.RefundEventData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		debit, credit = model.AccountRefundsPayable, model.AccountAlipayClearing
+		if d.Kind == string(model.RefundAfterSale) {
+			debit = model.AccountSalesReturns
+		}
+		amountText, orderID, orderSN = d.Amount, d.OrderID, d.OrderSN
 	default:
 		return nil, nil
 	}
-	var d model.PaymentEventData
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
-		return nil, fmt.Errorf("event %s: %w", ev.ID, err)
-	}
-	amount, err := decimal.NewFromString(d.Amount)
+	amount, err := decimal.NewFromString(amountText)
 	if err != nil || !amount.IsPositive() {
-		return nil, fmt.Errorf("event %s: amount %q", ev.ID, d.Amount)
+		return nil, fmt.Errorf("event %s: amount %q", ev.ID, amountText)
 	}
-	line := model.JournalLine{EventID: ev.ID, EventType: ev.Type, OrderID: d.OrderID, OrderSN: d.OrderSN}
+	line := model.JournalLine{EventID: ev.ID, EventType: ev.Type, OrderID: orderID, OrderSN: orderSN}
 	debitLine, creditLine := line, line
-	debitLine.Account, debitLine.Debit = model.AccountAlipayClearing, amount
+	debitLine.Account, debitLine.Debit = debit, amount
 	creditLine.Account, creditLine.Credit = credit, amount
 	return []model.JournalLine{debitLine, creditLine}, nil
 }

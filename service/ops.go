@@ -30,3 +30,12 @@ func (o *Ops) Outbox(ctx context.Context, state model.OutboxState, limit int) ([
 func (o *Ops) JournalTotals(ctx context.Context) ([]model.AccountTotal, error) {
 	return o.store.JournalTotals(ctx)
 }
+
+// Refunds lists an order's refunds.
+func (o *Ops) Refunds(ctx context.Context, sn string) ([]model.Refund, error) {
+	order, err := o.store.Order(ctx, sn)
+	if err != nil {
+		return nil, err
+	}
+	return o.store.RefundsByOrder(ctx, order.ID)
+}

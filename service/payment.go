@@ -49,12 +49,27 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 		return model.Payment{}, "", err
 	}
 
+	// out_trade_no names a payment attempt (attempt 1's is the order_sn;
+	// later ones are not order numbers at all), or, for orders paid
+	// without one, the order itself.
+	attempt, err := p.store.AttemptByOutTradeNo(ctx, n.OutTradeNo)
+	hasAttempt := err == nil
+	if err != nil && !errors.Is(err, model.ErrAttemptNotFound) {
+		return model.Payment{}, "", err
+	}
+
 	var (
 		pay     model.Payment
 		outcome model.Outcome
 	)
 	err = inTx(ctx, p.store, func(tx *dao.Store) error {
-		order, err := tx.OrderForUpdate(ctx, n.OutTradeNo)
+		var order model.Order
+		var err error
+		if hasAttempt {
+			order, err = tx.OrderForUpdateByID(ctx, attempt.OrderID)
+		} else {
+			order, err = tx.OrderForUpdate(ctx, n.OutTradeNo)
+		}
 		if err != nil {
 			return err
 		}
@@ -73,6 +88,12 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 			}
 			pay, outcome, err = duplicate(existing, n)
 			return err
+		}
+		if hasAttempt {
+			// Money moved on this trade: it is done, whatever the order does.
+			if err := tx.MarkAttemptPaid(ctx, n.OutTradeNo); err != nil {
+				return err
+			}
 		}
 		if pay.State != model.PaymentApplied {
 			outcome = model.OutcomeRefundPending

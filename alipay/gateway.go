@@ -1,0 +1,177 @@
+package alipay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	smartwalle "github.com/smartwalle/alipay/v3"
+
+	"paynotify/model"
+)
+
+// Outbound calls. Each turns smartwalle's answer into model terms:
+//   - a signed success (code 10000) is the result;
+//   - a signed failure — which smartwalle returns with err == nil — is
+//     model.ErrTradeNotExist, model.ErrTradeStatus or model.ErrGatewayRefused;
+//   - anything else (timeout, network, bad response, and an unsigned
+//     error_response, which smartwalle hands back unverified) is
+//     model.ErrGatewayUnknown: nobody we trust said what happened.
+
+// PagePayURL builds a signed page-pay URL (PC). No network.
+func (c *Client) PagePayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error) {
+	u, err := c.sdk.TradePagePay(smartwalle.TradePagePay{Trade: c.trade(outTradeNo, subject, amount, notifyURL, returnURL, "FAST_INSTANT_TRADE_PAY")})
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// WapPayURL builds a signed WAP pay URL (phone browsers). No network.
+func (c *Client) WapPayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error) {
+	u, err := c.sdk.TradeWapPay(smartwalle.TradeWapPay{Trade: c.trade(outTradeNo, subject, amount, notifyURL, returnURL, "QUICK_WAP_WAY")})
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func (c *Client) trade(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL, product string) smartwalle.Trade {
+	return smartwalle.Trade{
+		NotifyURL: notifyURL, ReturnURL: returnURL, Subject: subject, OutTradeNo: outTradeNo,
+		TotalAmount: amount.StringFixed(2), ProductCode: product,
+	}
+}
+
+// Precreate asks Alipay for a QR code to pay a trade
+// (alipay.trade.precreate). Alipay answers the same code for the same
+// out_trade_no and amount, so a retry is safe.
+func (c *Client) Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, notifyURL string) (string, error) {
+	rsp, err := c.sdk.TradePreCreate(ctx, smartwalle.TradePreCreate{Trade: c.trade(outTradeNo, subject, amount, notifyURL, "", "FACE_TO_FACE_PAYMENT")})
+	if err := outcome("precreate", rsp, err); err != nil {
+		return "", err
+	}
+	return rsp.QRCode, nil
+}
+
+// QueryTrade asks Alipay where a trade stands (alipay.trade.query).
+func (c *Client) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error) {
+	rsp, err := c.sdk.TradeQuery(ctx, smartwalle.TradeQuery{OutTradeNo: outTradeNo})
+	if err := outcome("query", rsp, err); err != nil {
+		return model.Trade{}, err
+	}
+	t := model.Trade{OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo, Status: model.TradeStatus(rsp.TradeStatus)}
+	if t.OutTradeNo != outTradeNo {
+		return model.Trade{}, fmt.Errorf("%w: query for %q answered %q", model.ErrGatewayUnknown, outTradeNo, t.OutTradeNo)
+	}
+	if t.Status.Paid() {
+		if t.Amount, err = model.ParseAmount(rsp.TotalAmount); err != nil {
+			return model.Trade{}, fmt.Errorf("%w: total_amount: %v", model.ErrGatewayUnknown, err)
+		}
+		if rsp.SendPayDate != "" {
+			if at, err := time.ParseInLocation("2006-01-02 15:04:05", rsp.SendPayDate, model.Beijing); err == nil {
+				at = at.UTC()
+				t.PaidAt = &at
+			}
+		}
+	}
+	return t, nil
+}
+
+// CloseTrade closes an unpaid trade (alipay.trade.close).
+func (c *Client) CloseTrade(ctx context.Context, outTradeNo string) error {
+	rsp, err := c.sdk.TradeClose(ctx, smartwalle.TradeClose{OutTradeNo: outTradeNo})
+	return outcome("close", rsp, err)
+}
+
+// Refund asks Alipay to refund amount of a trade under outRequestNo
+// (alipay.trade.refund). Alipay refunds an out_request_no once, however
+// often it is asked.
+func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal, reason string) error {
+	rsp, err := c.sdk.TradeRefund(ctx, smartwalle.TradeRefund{
+		OutTradeNo: outTradeNo, OutRequestNo: outRequestNo, RefundAmount: amount.StringFixed(2), RefundReason: reason,
+	})
+	if err := outcome("refund", rsp, err); err != nil {
+		return err
+	}
+	if rsp.FundChange == "Y" {
+		return nil
+	}
+	// fund_change N: no money moved by this call — Alipay's answer to a
+	// repeat of a refund already made, or to one it did not make. Only the
+	// refund query tells which.
+	done, err := c.RefundDone(ctx, outTradeNo, outRequestNo)
+	if err != nil {
+		return err
+	}
+	if !done {
+		return fmt.Errorf("%w: refund %s: fund_change N and no successful refund found", model.ErrGatewayUnknown, outRequestNo)
+	}
+	return nil
+}
+
+// RefundDone asks Alipay whether the refund outRequestNo went through
+// (alipay.trade.fastpay.refund.query): true with REFUND_SUCCESS; false
+// when Alipay has no such successful refund.
+func (c *Client) RefundDone(ctx context.Context, outTradeNo, outRequestNo string) (bool, error) {
+	rsp, err := c.sdk.TradeFastPayRefundQuery(ctx, smartwalle.TradeFastPayRefundQuery{OutTradeNo: outTradeNo, OutRequestNo: outRequestNo})
+	if err := outcome("refund query", rsp, err); err != nil {
+		return false, err
+	}
+	return rsp.RefundStatus == "REFUND_SUCCESS", nil
+}
+
+// outcome sorts an answer into success, signed failure, or unknown.
+func outcome(call string, rsp any, err error) error {
+	if err != nil {
+		// Includes *smartwalle.Error from an unsigned error_response:
+		// smartwalle did not verify it, so neither do we trust it.
+		return fmt.Errorf("%w: %s: %v", model.ErrGatewayUnknown, call, err)
+	}
+	e := errorOf(rsp)
+	if e == nil {
+		return fmt.Errorf("%w: %s: empty answer", model.ErrGatewayUnknown, call)
+	}
+	if e.Code.IsSuccess() {
+		return nil
+	}
+	var kind error = model.ErrGatewayRefused
+	switch e.SubCode {
+	case "ACQ.TRADE_NOT_EXIST":
+		kind = model.ErrTradeNotExist
+	case "ACQ.TRADE_STATUS_ERROR", "ACQ.TRADE_HAS_SUCCESS", "ACQ.TRADE_HAS_FINISHED", "ACQ.TRADE_HAS_CLOSE":
+		kind = model.ErrTradeStatus
+	case "ACQ.SYSTEM_ERROR", "ACQ.AQC.SYSTEM_ERROR", "aop.ACQ.SYSTEM_ERROR":
+		kind = model.ErrGatewayUnknown // Alipay's own word: try again
+	}
+	return fmt.Errorf("%w: %s: %s %s %s", kind, call, e.Code, e.SubCode, e.SubMsg)
+}
+
+// errorOf finds the embedded smartwalle.Error of a response (nil for a
+// nil response).
+func errorOf(rsp any) *smartwalle.Error {
+	switch r := rsp.(type) {
+	case *smartwalle.TradePreCreateRsp:
+		if r != nil {
+			return &r.Error
+		}
+	case *smartwalle.TradeQueryRsp:
+		if r != nil {
+			return &r.Error
+		}
+	case *smartwalle.TradeCloseRsp:
+		if r != nil {
+			return &r.Error
+		}
+	case *smartwalle.TradeRefundRsp:
+		if r != nil {
+			return &r.Error
+		}
+	case *smartwalle.TradeFastPayRefundQueryRsp:
+		if r != nil {
+			return &r.Error
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const attemptTable = "oms_pay_attempt"
+
+type attemptRecord struct {
+	ID          int64 `gorm:"primaryKey"`
+	OrderID     int64
+	AttemptNo   int
+	OutTradeNo  string
+	Method      string
+	Amount      string
+	State       string
+	PayURL      *string
+	Queries     int
+	NextQueryAt time.Time
+	CreateTime  time.Time
+	UpdateTime  time.Time
+}
+
+func (attemptRecord) TableName() string { return attemptTable }
+
+func (r attemptRecord) attempt() model.PayAttempt {
+	a := model.PayAttempt{
+		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, OutTradeNo: r.OutTradeNo,
+		Method: model.PayMethod(r.Method), State: model.AttemptState(r.State),
+		Queries: r.Queries, NextQueryAt: r.NextQueryAt, CreateTime: r.CreateTime,
+	}
+	a.Amount, _ = model.ParseAmount(r.Amount)
+	if r.PayURL != nil {
+		a.PayURL = *r.PayURL
+	}
+	return a
+}
+
+// InsertAttempt records a new payment attempt and reports whether it did:
+// false means (order_id, attempt_no) or out_trade_no exists — another
+// request created it first.
+func (s *Store) InsertAttempt(ctx context.Context, a model.PayAttempt) (bool, error) {
+	now := time.Now().UTC()
+	row := map[string]any{
+		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
+		"amount": a.Amount.StringFixed(2), "state": model.AttemptOpen, "next_query_at": a.NextQueryAt.UTC(),
+		"create_time": now, "update_time": now,
+	}
+	if a.PayURL != "" {
+		row["pay_url"] = a.PayURL
+	}
+	return s.insertOrKeep(ctx, attemptTable, []string{"order_id", "attempt_no"}, row)
+}
+
+// LatestAttempt reads an order's newest attempt without locking.
+func (s *Store) LatestAttempt(ctx context.Context, orderID int64) (model.PayAttempt, error) {
+	var r attemptRecord
+	err := s.db.WithContext(ctx).Where("order_id = ?", orderID).Order("attempt_no DESC").Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.PayAttempt{}, model.ErrAttemptNotFound
+	}
+	return r.attempt(), mapErr(err)
+}
+
+// AttemptByOutTradeNo reads an attempt by its out_trade_no without locking
+// (the mapping never changes once written).
+func (s *Store) AttemptByOutTradeNo(ctx context.Context, outTradeNo string) (model.PayAttempt, error) {
+	var r attemptRecord
+	err := s.db.WithContext(ctx).Where("out_trade_no = ?", outTradeNo).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.PayAttempt{}, model.ErrAttemptNotFound
+	}
+	return r.attempt(), mapErr(err)
+}
+
+// SetAttemptURL stores the pay URL or QR code of an attempt, unless one is
+// stored already (compare-and-set on NULL), so every caller answers the
+// same.
+func (s *Store) SetAttemptURL(ctx context.Context, id int64, payURL string) error {
+	return mapErr(s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ? AND pay_url IS NULL", id).
+		Updates(map[string]any{"pay_url": payURL, "update_time": time.Now().UTC()}).Error)
+}
+
+// SetAttemptState moves an attempt from one state to another
+// (compare-and-set) and reports whether it did.
+func (s *Store) SetAttemptState(ctx context.Context, id int64, from, to model.AttemptState) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ? AND state = ?", id, from).
+		Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// MarkAttemptPaid moves the attempt with this out_trade_no, if any, from
+// OPEN to PAID. The notify transaction calls it after the payment row.
+func (s *Store) MarkAttemptPaid(ctx context.Context, outTradeNo string) error {
+	return mapErr(s.db.WithContext(ctx).Model(&attemptRecord{}).
+		Where("out_trade_no = ? AND state = ?", outTradeNo, model.AttemptOpen).
+		Updates(map[string]any{"state": model.AttemptPaid, "update_time": time.Now().UTC()}).Error)
+}
+
+// ClaimAttemptsToQuery claims up to limit OPEN attempts whose next query is
+// due, pushing their next query past lease so no other instance takes them
+// meanwhile (FOR UPDATE SKIP LOCKED, committed at once by the caller).
+func (s *Store) ClaimAttemptsToQuery(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.PayAttempt, error) {
+	var recs []attemptRecord
+	err := s.db.WithContext(ctx).Where("state = ? AND next_query_at <= ?", model.AttemptOpen, now.UTC()).
+		Order("next_query_at, id").Limit(limit).
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
+		Find(&recs).Error
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.PayAttempt, len(recs))
+	for i, r := range recs {
+		out[i] = r.attempt()
+		if err := s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ?", r.ID).
+			Updates(map[string]any{"queries": gorm.Expr("queries + 1"), "next_query_at": now.Add(lease).UTC()}).Error; err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return out, nil
+}
+
+// ScheduleQuery sets when an attempt is next queried.
+func (s *Store) ScheduleQuery(ctx context.Context, id int64, at time.Time) error {
+	return mapErr(s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ?", id).
+		Update("next_query_at", at.UTC()).Error)
+}
+
+// OpenAttemptsOfClosedOrders lists OPEN attempts whose order is closed:
+// trades to close at Alipay.
+func (s *Store) OpenAttemptsOfClosedOrders(ctx context.Context, limit int) ([]model.PayAttempt, error) {
+	var recs []attemptRecord
+	err := s.db.WithContext(ctx).Table(attemptTable+" AS a").Select("a.*").
+		Joins("JOIN "+orderTable+" o ON o.id = a.order_id").
+		Where("a.state = ? AND o.status = ?", model.AttemptOpen, model.OrderClosed).
+		Order("a.id").Limit(limit).Find(&recs).Error
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.PayAttempt, len(recs))
+	for i, r := range recs {
+		out[i] = r.attempt()
+	}
+	return out, nil
+}
+
+// OrderByID reads an order by id without locking.
+func (s *Store) OrderByID(ctx context.Context, id int64) (model.Order, error) {
+	var o model.Order
+	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, fmt.Errorf("%w: id %d", model.ErrOrderNotFound, id)
+	}
+	return o, mapErr(err)
+}
+
+// OrderForUpdateByID locks an order by id.
+func (s *Store) OrderForUpdateByID(ctx context.Context, id int64) (model.Order, error) {
+	var o model.Order
+	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, fmt.Errorf("%w: id %d", model.ErrOrderNotFound, id)
+	}
+	return o, mapErr(err)
+}

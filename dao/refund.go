@@ -1,0 +1,154 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+const refundTable = "oms_refund"
+
+type refundRecord struct {
+	OutRequestNo   string `gorm:"primaryKey"`
+	Kind           string
+	Provider       string
+	TradeNo        string
+	OutTradeNo     string
+	OrderID        int64
+	Amount         string
+	Reason         string
+	State          string
+	Attempts       int
+	NextAttemptAt  time.Time
+	LastError      string
+	IdempotencyKey *string
+	CreateTime     time.Time
+	UpdateTime     time.Time
+}
+
+func (refundRecord) TableName() string { return refundTable }
+
+func (r refundRecord) refund() model.Refund {
+	f := model.Refund{
+		OutRequestNo: r.OutRequestNo, Kind: model.RefundKind(r.Kind), Provider: model.Provider(r.Provider),
+		TradeNo: r.TradeNo, OutTradeNo: r.OutTradeNo, OrderID: r.OrderID, Reason: r.Reason,
+		State: model.RefundState(r.State), Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt,
+		LastError: r.LastError, CreateTime: r.CreateTime,
+	}
+	f.Amount, _ = model.ParseAmount(r.Amount)
+	if r.IdempotencyKey != nil {
+		f.IdempotencyKey = *r.IdempotencyKey
+	}
+	return f
+}
+
+// InsertRefund records a refund unless its out_request_no exists, and
+// reports whether it did.
+func (s *Store) InsertRefund(ctx context.Context, f model.Refund) (bool, error) {
+	now := time.Now().UTC()
+	row := map[string]any{
+		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
+		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": f.OrderID,
+		"amount": f.Amount.StringFixed(2), "reason": f.Reason, "state": model.RefundRefunding,
+		"next_attempt_at": now, "create_time": now, "update_time": now,
+	}
+	if f.IdempotencyKey != "" {
+		row["idempotency_key"] = f.IdempotencyKey
+	}
+	return s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
+}
+
+// Refund reads a refund without locking.
+func (s *Store) Refund(ctx context.Context, outRequestNo string) (model.Refund, error) {
+	var r refundRecord
+	err := s.db.WithContext(ctx).Where("out_request_no = ?", outRequestNo).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.Refund{}, fmt.Errorf("%w: %q", model.ErrRefundNotFound, outRequestNo)
+	}
+	return r.refund(), mapErr(err)
+}
+
+// RefundsByOrder lists an order's refunds, oldest first.
+func (s *Store) RefundsByOrder(ctx context.Context, orderID int64) ([]model.Refund, error) {
+	var recs []refundRecord
+	if err := s.db.WithContext(ctx).Where("order_id = ?", orderID).Order("create_time, out_request_no").Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.Refund, len(recs))
+	for i, r := range recs {
+		out[i] = r.refund()
+	}
+	return out, nil
+}
+
+// ClaimRefunds claims up to limit refunds in progress that are due,
+// pushing their next attempt past lease and counting the attempt, so no
+// other instance takes them meanwhile (FOR UPDATE SKIP LOCKED; the caller
+// commits at once, then talks to Alipay outside any transaction).
+func (s *Store) ClaimRefunds(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.Refund, error) {
+	var recs []refundRecord
+	err := s.db.WithContext(ctx).Where("state = ? AND next_attempt_at <= ?", model.RefundRefunding, now.UTC()).
+		Order("next_attempt_at, out_request_no").Limit(limit).
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
+		Find(&recs).Error
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.Refund, len(recs))
+	for i, r := range recs {
+		if err := s.db.WithContext(ctx).Model(&refundRecord{}).Where("out_request_no = ?", r.OutRequestNo).
+			Updates(map[string]any{"attempts": gorm.Expr("attempts + 1"), "next_attempt_at": now.Add(lease).UTC()}).Error; err != nil {
+			return nil, mapErr(err)
+		}
+		r.Attempts++
+		out[i] = r.refund()
+	}
+	return out, nil
+}
+
+// FinishRefund moves a refund from REFUNDING to its end state
+// (compare-and-set) and reports whether it did.
+func (s *Store) FinishRefund(ctx context.Context, outRequestNo string, to model.RefundState, lastError string) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&refundRecord{}).
+		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
+		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": time.Now().UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// RetryRefundAt schedules the next attempt of a refund in progress.
+func (s *Store) RetryRefundAt(ctx context.Context, outRequestNo string, at time.Time, lastError string) error {
+	return mapErr(s.db.WithContext(ctx).Model(&refundRecord{}).
+		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
+		Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)}).Error)
+}
+
+// PaymentsToRefund lists up to limit REFUND_PENDING payments (plain read:
+// the caller locks each, order first).
+func (s *Store) PaymentsToRefund(ctx context.Context, limit int) ([]model.Payment, error) {
+	var ps []model.Payment
+	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
+		Where("state = ?", model.PaymentRefundPending).Order("create_time").Limit(limit).Find(&ps).Error
+	return ps, mapErr(err)
+}
+
+// SetPaymentState moves a payment between states (compare-and-set) and
+// reports whether it did. Take the order lock first.
+func (s *Store) SetPaymentState(ctx context.Context, provider model.Provider, tradeNo string, from, to model.PaymentState) (bool, error) {
+	res := s.db.WithContext(ctx).Table(paymentTable).
+		Where("provider = ? AND trade_no = ? AND state = ?", provider, tradeNo, from).
+		Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+func clip500(s string) string {
+	if len(s) > 500 {
+		return s[:500]
+	}
+	return s
+}

@@ -1,0 +1,133 @@
+// Package fakealipay is a stand-in for Alipay's open-platform gateway, for
+// tests and `paynotify dev`. It serves the gateway methods paynotify calls
+// (precreate, page and wap pay, query, close, refund, refund query) and a
+// cashier page, keeps trades in memory, and signs its answers and
+// notifications with its own key, which the service trusts in tests and dev
+// only. Tests can make it fail or drop calls, answer too late, and lose,
+// duplicate, hold or reorder notifications, to drive the compensation paths.
+//
+// Production never reaches it: the smartwalle client is pointed here only
+// through its sandbox gateway option (alipay.Config.SandboxGateway).
+package fakealipay
+
+import (
+	"context"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"paynotify/alipay"
+)
+
+// Config says which merchant the fake serves and which keys it uses.
+type Config struct {
+	// AppID and SellerID are the merchant's: calls must name AppID, and
+	// notifications carry both.
+	AppID, SellerID string
+	// PrivateKey (PEM, PKCS#1 or PKCS#8) is the fake Alipay's own key: it
+	// signs answers and notifications. The service verifies them with its
+	// public half, as it would Alipay's.
+	PrivateKey string
+	// AppPublicKey (PEM), if set, is the merchant's public key: each call's
+	// RSA2 signature is checked with it and a bad one is answered 40002
+	// isv.invalid-signature. Empty: calls are not checked.
+	AppPublicKey string
+	// NotifyURL receives the notifications of trades whose creating call
+	// carried no notify_url.
+	NotifyURL string
+	// HTTPClient posts notifications; nil means one with a 5s timeout.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is a fake Alipay gateway. Serve Handler on loopback and point the
+// smartwalle client at GatewayURL. It is safe for concurrent use.
+type Server struct {
+	cfg    Config
+	key    *rsa.PrivateKey
+	appKey *rsa.PublicKey // nil: calls are not verified
+	client *http.Client
+	now    func() time.Time
+
+	// bg carries notifications sent in the background; Close cancels it.
+	bg   context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	idle     *sync.Cond        // broadcast when inflight drops to zero
+	byOut    map[string]*Trade // by out_trade_no
+	byNo     map[string]*Trade // by trade_no
+	calls    map[string]int
+	faults   map[string][]*fault
+	notes    []Notification
+	lose     bool
+	hold     bool
+	copies   int
+	inflight int // background notifications not yet settled
+}
+
+// New checks cfg and returns a fake with no trades.
+func New(cfg Config) (*Server, error) {
+	if cfg.AppID == "" || cfg.SellerID == "" {
+		return nil, errors.New("fakealipay: AppID and SellerID are required")
+	}
+	key, err := parsePrivateKey(cfg.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("fakealipay: PrivateKey: %w", err)
+	}
+	// SignForm parses the key its own way; fail here, not at the first
+	// notification.
+	if _, err := alipay.PublicKeyOf(cfg.PrivateKey); err != nil {
+		return nil, fmt.Errorf("fakealipay: PrivateKey: %w", err)
+	}
+	s := &Server{
+		cfg:    cfg,
+		key:    key,
+		client: cfg.HTTPClient,
+		now:    cfg.Now,
+		byOut:  make(map[string]*Trade),
+		byNo:   make(map[string]*Trade),
+		calls:  make(map[string]int),
+		faults: make(map[string][]*fault),
+	}
+	if cfg.AppPublicKey != "" {
+		if s.appKey, err = parsePublicKey(cfg.AppPublicKey); err != nil {
+			return nil, fmt.Errorf("fakealipay: AppPublicKey: %w", err)
+		}
+	}
+	if s.client == nil {
+		s.client = &http.Client{Timeout: 5 * time.Second}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.idle = sync.NewCond(&s.mu)
+	s.bg, s.stop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Handler serves the gateway ("/gateway.do", GET or POST, the method named
+// by the method parameter) and the cashier pages ("/cashier/...").
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /gateway.do", s.gateway)
+	mux.HandleFunc("POST /gateway.do", s.gateway)
+	mux.HandleFunc("GET /cashier/{trade_no}", s.cashier)
+	mux.HandleFunc("POST /cashier/pay", s.cashierPay)
+	return mux
+}
+
+// GatewayURL is the gateway address for a Handler served at base (such as
+// an httptest.Server's URL): what alipay.Config.SandboxGateway takes.
+func (s *Server) GatewayURL(base string) string { return base + "/gateway.do" }
+
+// Close stops notifications still being sent in the background and waits
+// for them. The fake keeps its trades and answers calls afterwards.
+func (s *Server) Close() {
+	s.stop()
+	s.WaitNotifications()
+}

@@ -1,0 +1,95 @@
+package handler
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/shopspring/decimal"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// Pay serves POST /api/v1/orders/{order_sn}/pay.
+type Pay struct {
+	checkout *service.Checkout
+}
+
+// Start returns the pay URL or QR code for the member's order. The
+// Idempotency-Key is required; the answer is the same for the same order
+// and method until the trade closes, whatever the key.
+func (p *Pay) Start(c *gin.Context) {
+	if !model.ValidIdempotencyKey(c.GetHeader("Idempotency-Key")) {
+		apiError(c, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest))
+		return
+	}
+	var req struct {
+		Method model.PayMethod `json:"method"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		apiError(c, err)
+		return
+	}
+	v, err := p.checkout.Start(c.Request.Context(), member(c), c.Param("sn"), req.Method)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// refundView is a refund as operators see it.
+type refundView struct {
+	OutRequestNo string `json:"out_request_no"`
+	Kind         string `json:"kind"`
+	TradeNo      string `json:"trade_no"`
+	Amount       string `json:"amount"`
+	State        string `json:"state"`
+	Attempts     int    `json:"attempts"`
+	LastError    string `json:"last_error,omitempty"`
+}
+
+func newRefundView(f model.Refund) refundView {
+	return refundView{OutRequestNo: f.OutRequestNo, Kind: string(f.Kind), TradeNo: f.TradeNo,
+		Amount: f.Amount.StringFixed(2), State: string(f.State), Attempts: f.Attempts, LastError: f.LastError}
+}
+
+// Refund handles POST /admin/orders/{order_sn}/refunds: an operator's
+// after-sale refund, under an Idempotency-Key. 202: the refund worker
+// carries it out.
+func (a *Admin) Refund(c *gin.Context) {
+	var req struct {
+		Amount string `json:"amount"`
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		apiError(c, err)
+		return
+	}
+	amount, err := decimal.NewFromString(req.Amount)
+	if err != nil {
+		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))
+		return
+	}
+	f, err := a.refunds.Request(c.Request.Context(), c.Param("sn"), c.GetHeader("Idempotency-Key"), amount, req.Reason)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, newRefundView(f))
+}
+
+// Refunds handles GET /admin/orders/{order_sn}/refunds.
+func (a *Admin) Refunds(c *gin.Context) {
+	fs, err := a.ops.Refunds(c.Request.Context(), c.Param("sn"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	out := make([]refundView, len(fs))
+	for i, f := range fs {
+		out[i] = newRefundView(f)
+	}
+	c.JSON(http.StatusOK, gin.H{"order_sn": c.Param("sn"), "refunds": out})
+}

@@ -1,0 +1,132 @@
+package model
+
+import (
+	"errors"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// PayMethod is how the buyer pays: a page-pay URL (PC), a WAP URL (phone
+// browser) or a QR code (alipay.trade.precreate).
+type PayMethod string
+
+// Pay methods.
+const (
+	PayPage PayMethod = "page"
+	PayWap  PayMethod = "wap"
+	PayQR   PayMethod = "qr"
+)
+
+// Valid reports whether m is a known method.
+func (m PayMethod) Valid() bool { return m == PayPage || m == PayWap || m == PayQR }
+
+// AttemptState is where a payment attempt (one Alipay trade) stands.
+type AttemptState string
+
+// Attempt states.
+const (
+	AttemptOpen   AttemptState = "OPEN"
+	AttemptPaid   AttemptState = "PAID"
+	AttemptClosed AttemptState = "CLOSED"
+)
+
+// PayAttempt is a row of oms_pay_attempt: one Alipay trade for an order.
+// The first attempt's out_trade_no is the order_sn.
+type PayAttempt struct {
+	ID          int64
+	OrderID     int64
+	AttemptNo   int
+	OutTradeNo  string
+	Method      PayMethod
+	Amount      decimal.Decimal
+	State       AttemptState
+	PayURL      string
+	Queries     int
+	NextQueryAt time.Time
+	CreateTime  time.Time
+}
+
+// Trade is what Alipay says of a trade when asked (alipay.trade.query).
+type Trade struct {
+	OutTradeNo string
+	TradeNo    string
+	Status     TradeStatus
+	Amount     decimal.Decimal
+	PaidAt     *time.Time
+}
+
+// More payment states: a REFUND_PENDING payment goes back to the buyer.
+const (
+	PaymentRefunding    PaymentState = "REFUNDING"
+	PaymentRefunded     PaymentState = "REFUNDED"
+	PaymentRefundFailed PaymentState = "REFUND_FAILED"
+)
+
+// RefundState is where a refund stands.
+type RefundState string
+
+// Refund states. REFUNDING covers "not yet asked" and "asked, answer
+// unknown": the worker queries before it asks again.
+const (
+	RefundRefunding RefundState = "REFUNDING"
+	RefundRefunded  RefundState = "REFUNDED"
+	RefundFailed    RefundState = "REFUND_FAILED"
+)
+
+// RefundKind says who asked for a refund.
+type RefundKind string
+
+// Refund kinds.
+const (
+	// RefundAuto returns a REFUND_PENDING payment in full.
+	RefundAuto RefundKind = "AUTO"
+	// RefundAfterSale is an operator's refund of a paid order.
+	RefundAfterSale RefundKind = "AFTER_SALE"
+)
+
+// Refund is a row of oms_refund: money on its way back. Its out_request_no
+// is derived from what it refunds, so a retry can never refund twice.
+type Refund struct {
+	OutRequestNo   string
+	Kind           RefundKind
+	Provider       Provider
+	TradeNo        string
+	OutTradeNo     string
+	OrderID        int64
+	Amount         decimal.Decimal
+	Reason         string
+	State          RefundState
+	Attempts       int
+	NextAttemptAt  time.Time
+	LastError      string
+	IdempotencyKey string
+	CreateTime     time.Time
+}
+
+// Gateway and payment-start errors.
+var (
+	// ErrTradeNotExist: Alipay (signed) says it has no such trade — the
+	// buyer never scanned or opened the page.
+	ErrTradeNotExist = errors.New("trade does not exist at Alipay")
+	// ErrTradeStatus: Alipay (signed) refuses because of the trade's state,
+	// e.g. closing a trade that is already paid.
+	ErrTradeStatus = errors.New("trade state does not allow this at Alipay")
+	// ErrGatewayRefused: Alipay answered a signed business failure.
+	ErrGatewayRefused = errors.New("Alipay refused the request")
+	// ErrGatewayUnknown: no trustworthy answer (timeout, network, unsigned
+	// error): the outcome is unknown and must be found out by query.
+	ErrGatewayUnknown = errors.New("Alipay's answer is unknown")
+	// ErrOrderNotPayable: the order is not awaiting payment.
+	ErrOrderNotPayable = errors.New("order is not awaiting payment")
+	// ErrNothingToRefund: the order has no applied payment to refund.
+	ErrNothingToRefund = errors.New("order has no applied payment to refund")
+	// ErrRefundTooLarge: more than was paid minus what was refunded.
+	ErrRefundTooLarge = errors.New("refund exceeds what is left to refund")
+)
+
+// ErrAttemptNotFound: no payment attempt matches.
+var ErrAttemptNotFound = errors.New("payment attempt not found")
+
+// ErrRefundNotFound: no refund matches.
+var ErrRefundNotFound = errors.New("refund not found")

@@ -1,0 +1,271 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"golang.org/x/sync/singleflight"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Gateway is what the service asks of Alipay (alipay.Client, or the fake
+// in tests and dev). Errors are model.ErrTradeNotExist, ErrTradeStatus,
+// ErrGatewayRefused or ErrGatewayUnknown.
+type Gateway interface {
+	PagePayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error)
+	WapPayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error)
+	Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, notifyURL string) (string, error)
+	QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error)
+	CloseTrade(ctx context.Context, outTradeNo string) error
+	Refund(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal, reason string) error
+	RefundDone(ctx context.Context, outTradeNo, outRequestNo string) (bool, error)
+}
+
+// Locker holds a distributed lock (Redis) across instances. Hold returns
+// lock.ErrUnavailable-wrapped errors when Redis does not answer.
+type Locker interface {
+	Hold(ctx context.Context, key string, ttl time.Duration) (release func(), lost <-chan struct{}, err error)
+}
+
+// firstQueryAfter is how long an attempt waits for its notification
+// before the query job asks Alipay.
+const firstQueryAfter = 3 * time.Minute
+
+// payLockTTL bounds how long a dead holder blocks the pay lock; a live
+// holder renews it.
+const payLockTTL = 10 * time.Second
+
+// Checkout starts payments: one Alipay trade (attempt) at a time per
+// order, and never two attempts for one, with three guards — singleflight
+// in the process, a Redis lock across processes, and the database's
+// UNIQUE (order_id, attempt_no) as the final arbiter.
+type Checkout struct {
+	store     *dao.Store
+	gw        Gateway
+	payments  *Payments
+	locker    Locker // nil: no Redis configured
+	log       *slog.Logger
+	notifyURL string
+	returnURL string
+	flight    singleflight.Group
+	now       func() time.Time
+	// OnUnguarded, if set, is told each time a start runs without the Redis
+	// guard (not configured, or Redis down).
+	OnUnguarded func()
+}
+
+// NewCheckout returns the payment-start use case. locker may be nil.
+func NewCheckout(store *dao.Store, gw Gateway, payments *Payments, locker Locker, log *slog.Logger, notifyURL, returnURL string) *Checkout {
+	return &Checkout{store: store, gw: gw, payments: payments, locker: locker, log: log,
+		notifyURL: notifyURL, returnURL: returnURL, now: time.Now}
+}
+
+// PayView is what the buyer needs to pay: a URL to open, or a QR code.
+type PayView struct {
+	OrderSN    string `json:"order_sn"`
+	AttemptNo  int    `json:"attempt_no"`
+	OutTradeNo string `json:"out_trade_no"`
+	Method     string `json:"method"`
+	Amount     string `json:"amount"`
+	PayURL     string `json:"pay_url,omitempty"`
+	QRCode     string `json:"qr_code,omitempty"`
+}
+
+func payView(sn string, a model.PayAttempt) PayView {
+	v := PayView{OrderSN: sn, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
+	if a.Method == model.PayQR {
+		v.QRCode = a.PayURL
+	} else {
+		v.PayURL = a.PayURL
+	}
+	return v
+}
+
+// Start returns how a member pays an order with method: the open
+// attempt's URL or QR code if it has one for this method, else a new
+// attempt (closing the previous trade at Alipay first). Concurrent
+// identical requests share one result.
+func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, method model.PayMethod) (PayView, error) {
+	if !method.Valid() {
+		return PayView{}, fmt.Errorf("%w: method must be page, wap or qr", model.ErrInvalidRequest)
+	}
+	v, err, _ := c.flight.Do(sn+"\x00"+string(method), func() (any, error) {
+		return c.start(context.WithoutCancel(ctx), memberID, sn, method)
+	})
+	if err != nil {
+		return PayView{}, err
+	}
+	return v.(PayView), nil
+}
+
+func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method model.PayMethod) (PayView, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	order, err := c.store.Order(ctx, sn)
+	if err != nil {
+		return PayView{}, err
+	}
+	if order.MemberID != memberID {
+		return PayView{}, fmt.Errorf("%w: %q", model.ErrOrderNotFound, sn)
+	}
+	for range 3 { // a round lost to a concurrent switch of method starts over
+		latest, err := c.store.LatestAttempt(ctx, order.ID)
+		found := err == nil
+		if err != nil && !errors.Is(err, model.ErrAttemptNotFound) {
+			return PayView{}, err
+		}
+		if order.Status != model.OrderAwaitingPayment || (found && latest.State == model.AttemptPaid) {
+			return PayView{}, fmt.Errorf("%w: %q", model.ErrOrderNotPayable, sn)
+		}
+		next := 1
+		if found {
+			switch {
+			case latest.State == model.AttemptOpen && latest.Method == method:
+				return c.ensureURL(ctx, order, latest)
+			case latest.State == model.AttemptOpen:
+				if err := c.closeForSwitch(ctx, order, latest); err != nil {
+					return PayView{}, err
+				}
+			}
+			next = latest.AttemptNo + 1
+		}
+		a, created, err := c.createAttempt(ctx, order, next, method)
+		if err != nil {
+			return PayView{}, err
+		}
+		if created || a.Method == method {
+			return c.ensureURL(ctx, order, a)
+		}
+		// Another request made attempt `next` for another method: go round.
+		if order, err = c.store.Order(ctx, sn); err != nil {
+			return PayView{}, err
+		}
+	}
+	return PayView{}, fmt.Errorf("%w: the payment method keeps changing", model.ErrRequestInFlight)
+}
+
+// createAttempt makes attempt no of an order under the Redis guard; the
+// unique key decides if two get here. It returns the attempt as stored.
+func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int, method model.PayMethod) (model.PayAttempt, bool, error) {
+	release := c.guard(ctx, order.OrderSN, no)
+	defer release()
+	a := model.PayAttempt{
+		OrderID: order.ID, AttemptNo: no, OutTradeNo: outTradeNo(order.OrderSN, no), Method: method,
+		Amount: order.PayAmount, NextQueryAt: c.now().Add(firstQueryAfter),
+	}
+	var err error
+	// Page and WAP URLs are signed locally: store the one URL every caller
+	// will answer with, in the insert itself.
+	switch method {
+	case model.PayPage:
+		a.PayURL, err = c.gw.PagePayURL(a.OutTradeNo, subject(order), a.Amount, c.notifyURL, c.returnURL)
+	case model.PayWap:
+		a.PayURL, err = c.gw.WapPayURL(a.OutTradeNo, subject(order), a.Amount, c.notifyURL, c.returnURL)
+	}
+	if err != nil {
+		return model.PayAttempt{}, false, err
+	}
+	created, err := c.store.InsertAttempt(ctx, a)
+	if err != nil {
+		return model.PayAttempt{}, false, err
+	}
+	stored, err := c.store.LatestAttempt(ctx, order.ID)
+	return stored, created, err
+}
+
+// guard takes the Redis lock pay:lock:{order_sn}:{attempt_no}, or goes on
+// without it (saying so) when there is no Redis: the database decides.
+func (c *Checkout) guard(ctx context.Context, sn string, no int) func() {
+	if c.locker == nil {
+		c.unguarded("no REDIS_ADDR configured")
+		return func() {}
+	}
+	release, _, err := c.locker.Hold(ctx, "pay:lock:"+sn+":"+strconv.Itoa(no), payLockTTL)
+	if err != nil {
+		c.unguarded(err.Error())
+		return func() {}
+	}
+	return release
+}
+
+func (c *Checkout) unguarded(why string) {
+	c.log.Warn("starting a payment without the Redis guard; the database unique key decides", "why", why)
+	if c.OnUnguarded != nil {
+		c.OnUnguarded()
+	}
+}
+
+// ensureURL returns an attempt's view, asking Alipay for the QR code
+// first if the attempt has none yet. Alipay answers the same code for the
+// same out_trade_no, and only the first stored code is kept.
+func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.PayAttempt) (PayView, error) {
+	if a.PayURL == "" && a.Method == model.PayQR {
+		release := c.guard(ctx, order.OrderSN, a.AttemptNo)
+		defer release()
+		qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, c.notifyURL)
+		if err != nil {
+			return PayView{}, err
+		}
+		if err := c.store.SetAttemptURL(ctx, a.ID, qr); err != nil {
+			return PayView{}, err
+		}
+		if a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo); err != nil {
+			return PayView{}, err
+		}
+	}
+	return payView(order.OrderSN, a), nil
+}
+
+// closeForSwitch closes the open trade of another method before a new
+// attempt. If Alipay says it is already paid, the payment is applied and
+// the order is no longer payable.
+func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a model.PayAttempt) error {
+	err := c.gw.CloseTrade(ctx, a.OutTradeNo)
+	switch {
+	case err == nil, errors.Is(err, model.ErrTradeNotExist):
+		_, err := c.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+		return err
+	case errors.Is(err, model.ErrTradeStatus):
+		// Already closed, or already paid: ask which.
+		t, err := c.gw.QueryTrade(ctx, a.OutTradeNo)
+		switch {
+		case err != nil:
+			return err
+		case t.Status.Paid():
+			if _, _, err := c.payments.Observe(ctx, observed(t)); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %q was paid meanwhile", model.ErrOrderNotPayable, order.OrderSN)
+		case t.Status == model.TradeClosed:
+			_, err := c.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+			return err
+		}
+		return fmt.Errorf("%w: close of %q refused while the trade is %s", model.ErrGatewayUnknown, a.OutTradeNo, t.Status)
+	}
+	return err
+}
+
+// observed is a trade Alipay reported paid, in the shape of the
+// notification it stands in for.
+func observed(t model.Trade) model.Notification {
+	return model.Notification{NotifyID: "query:" + t.TradeNo, TradeStatus: t.Status, OutTradeNo: t.OutTradeNo,
+		TradeNo: t.TradeNo, TotalAmount: t.Amount, GmtPayment: t.PaidAt}
+}
+
+// outTradeNo is attempt no's out_trade_no: the order_sn for the first, so
+// notifications keyed by order_sn keep working.
+func outTradeNo(sn string, no int) string {
+	if no == 1 {
+		return sn
+	}
+	return sn + "-" + strconv.Itoa(no)
+}
+
+func subject(o model.Order) string { return "Order " + o.OrderSN }

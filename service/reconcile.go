@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Reconciler finds out what the network lost: it queries open trades
+// whose notification has not come (applying a payment through exactly the
+// same Payments.Observe as a notification), and closes at Alipay the open
+// trades of closed orders. Safe with several instances: attempts are
+// claimed with FOR UPDATE SKIP LOCKED and a lease.
+type Reconciler struct {
+	store    *dao.Store
+	gw       Gateway
+	payments *Payments
+	log      *slog.Logger
+	// Batch is how many attempts one round handles.
+	Batch int
+	// Lease keeps a claimed attempt from other instances while it is
+	// being queried.
+	Lease time.Duration
+	now   func() time.Time
+}
+
+// NewReconciler returns the query-and-close job.
+func NewReconciler(store *dao.Store, gw Gateway, payments *Payments, log *slog.Logger) *Reconciler {
+	return &Reconciler{store: store, gw: gw, payments: payments, log: log, Batch: 50, Lease: time.Minute, now: time.Now}
+}
+
+// queryBackoff is when an attempt is asked about again after n queries:
+// often at first, then rarely; a trade Alipay still holds open lives for
+// days at most.
+func queryBackoff(n int) time.Duration {
+	steps := []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour}
+	if n-1 < len(steps) {
+		return steps[max(n-1, 0)]
+	}
+	return 6 * time.Hour
+}
+
+// QueryDue queries one batch of open attempts that are due and returns
+// how many it found paid.
+func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
+	var claimed []model.PayAttempt
+	err := r.store.Tx(ctx, func(tx *dao.Store) error {
+		var err error
+		claimed, err = tx.ClaimAttemptsToQuery(ctx, r.now(), r.Lease, r.Batch)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	paid := 0
+	for _, a := range claimed {
+		t, err := r.gw.QueryTrade(ctx, a.OutTradeNo)
+		switch {
+		case err == nil && t.Status.Paid():
+			if _, outcome, err := r.payments.Observe(ctx, observed(t)); err != nil {
+				r.log.Warn("query found a payment that could not be applied yet", "out_trade_no", a.OutTradeNo, "err", err)
+				continue // the lease expires and it is queried again
+			} else {
+				r.log.Info("query found a payment", "out_trade_no", a.OutTradeNo, "trade_no", t.TradeNo, "outcome", outcome)
+			}
+			paid++
+		case err == nil && t.Status == model.TradeClosed:
+			if _, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed); err != nil {
+				return paid, err
+			}
+		default:
+			// Not paid yet, never scanned (ErrTradeNotExist), or no
+			// trustworthy answer: ask again later.
+			if err != nil && !errors.Is(err, model.ErrTradeNotExist) {
+				r.log.Warn("trade query failed", "out_trade_no", a.OutTradeNo, "err", err)
+			}
+			if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil {
+				return paid, err
+			}
+		}
+	}
+	return paid, nil
+}
+
+// CloseAbandoned closes at Alipay the open trades of closed orders. A
+// trade Alipay says is already paid is queried and applied — it ends
+// REFUND_PENDING, since its order is closed — and refunded by the refund
+// worker.
+func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
+	attempts, err := r.store.OpenAttemptsOfClosedOrders(ctx, r.Batch)
+	if err != nil {
+		return 0, err
+	}
+	closed := 0
+	for _, a := range attempts {
+		err := r.gw.CloseTrade(ctx, a.OutTradeNo)
+		switch {
+		case err == nil, errors.Is(err, model.ErrTradeNotExist): // never scanned: nothing to close
+			ok, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+			if err != nil {
+				return closed, err
+			}
+			if ok {
+				closed++
+			}
+		case errors.Is(err, model.ErrTradeStatus):
+			t, qerr := r.gw.QueryTrade(ctx, a.OutTradeNo)
+			if qerr != nil {
+				r.log.Warn("close refused, query failed", "out_trade_no", a.OutTradeNo, "err", qerr)
+				continue
+			}
+			switch {
+			case t.Status.Paid():
+				if _, _, err := r.payments.Observe(ctx, observed(t)); err != nil {
+					r.log.Warn("paid trade of a closed order not applied yet", "out_trade_no", a.OutTradeNo, "err", err)
+				}
+			case t.Status == model.TradeClosed:
+				if _, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed); err != nil {
+					return closed, err
+				}
+				closed++
+			}
+		default:
+			r.log.Warn("trade close failed, will retry", "out_trade_no", a.OutTradeNo, "err", err)
+		}
+	}
+	return closed, nil
+}
+
+// Run queries and closes every interval until ctx ends.
+func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := r.QueryDue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("query round failed", "err", err)
+		}
+		if _, err := r.CloseAbandoned(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("close round failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Refunds gives money back, exactly once per refund: every REFUND_PENDING
+// payment in full, and operators' after-sale refunds of paid orders.
+//
+// A refund's out_request_no is derived from what it refunds, and Alipay
+// refunds an out_request_no once however often it is asked; before asking
+// again after an unknown outcome, the worker asks whether the refund went
+// through (alipay.trade.fastpay.refund.query). Several workers may run:
+// refunds are claimed with FOR UPDATE SKIP LOCKED and a lease.
+type Refunds struct {
+	store *dao.Store
+	gw    Gateway
+	log   *slog.Logger
+	// Batch is how many refunds one round handles.
+	Batch int
+	// Lease keeps a claimed refund from other workers while Alipay is asked.
+	Lease time.Duration
+	// MaxAttempts of unknown outcome before a refund is REFUND_FAILED for an
+	// operator to look at.
+	MaxAttempts int
+	now         func() time.Time
+}
+
+// NewRefunds returns the refund use cases and worker.
+func NewRefunds(store *dao.Store, gw Gateway, log *slog.Logger) *Refunds {
+	return &Refunds{store: store, gw: gw, log: log, Batch: 50, Lease: time.Minute, MaxAttempts: 12, now: time.Now}
+}
+
+// autoRequestNo is the out_request_no that refunds a REFUND_PENDING payment
+// in full: one per ledger row, forever.
+func autoRequestNo(p model.Payment) string {
+	if id := "RP-" + p.TradeNo; len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(p.TradeNo))
+	return "RP-H" + hex.EncodeToString(sum[:16])
+}
+
+// afterSaleRequestNo is the out_request_no of an operator's refund: one per
+// (order, idempotency key).
+func afterSaleRequestNo(orderID int64, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "AS-" + strconv.FormatInt(orderID, 10) + "-" + hex.EncodeToString(sum[:12])
+}
+
+// Enqueue turns REFUND_PENDING payments into refunds (payment
+// REFUND_PENDING → REFUNDING), each in a transaction that locks its order
+// first, then the payment. It returns how many it enqueued.
+func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
+	pays, err := r.store.PaymentsToRefund(ctx, r.Batch)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pays {
+		err := inTx(ctx, r.store, func(tx *dao.Store) error {
+			if _, err := tx.OrderForUpdateByID(ctx, p.OrderID); err != nil {
+				return err
+			}
+			moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunding)
+			if err != nil || !moved {
+				return err // another worker took it
+			}
+			n++
+			_, err = tx.InsertRefund(ctx, model.Refund{
+				OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
+				OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
+			})
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Execute asks Alipay for one batch of due refunds and records what it
+// learns. It returns how many ended REFUNDED.
+func (r *Refunds) Execute(ctx context.Context) (int, error) {
+	var claimed []model.Refund
+	err := r.store.Tx(ctx, func(tx *dao.Store) error {
+		var err error
+		claimed, err = tx.ClaimRefunds(ctx, r.now(), r.Lease, r.Batch)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for _, f := range claimed {
+		ok, err := r.execute(ctx, f)
+		if err != nil {
+			return done, err
+		}
+		if ok {
+			done++
+		}
+	}
+	return done, nil
+}
+
+func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
+	if f.Attempts > 1 {
+		// The last ask may have refunded without our hearing: find out first.
+		refunded, err := r.gw.RefundDone(ctx, f.OutTradeNo, f.OutRequestNo)
+		switch {
+		case err == nil && refunded:
+			return true, r.finish(ctx, f, model.RefundRefunded, "")
+		case err != nil:
+			return false, r.unknown(ctx, f, err)
+		}
+	}
+	err := r.gw.Refund(ctx, f.OutTradeNo, f.OutRequestNo, f.Amount, f.Reason)
+	switch {
+	case err == nil:
+		return true, r.finish(ctx, f, model.RefundRefunded, "")
+	case errors.Is(err, model.ErrGatewayUnknown):
+		return false, r.unknown(ctx, f, err)
+	}
+	// A signed refusal (e.g. amount, trade state): asking again will not
+	// change it. An operator has to look.
+	r.log.Error("refund refused by Alipay", "out_request_no", f.OutRequestNo, "err", err)
+	return false, r.finish(ctx, f, model.RefundFailed, err.Error())
+}
+
+// unknown schedules another try after an answer we cannot trust, or gives
+// up (REFUND_FAILED, for an operator) after MaxAttempts.
+func (r *Refunds) unknown(ctx context.Context, f model.Refund, cause error) error {
+	if f.Attempts >= r.MaxAttempts {
+		r.log.Error("refund outcome still unknown, giving up to an operator", "out_request_no", f.OutRequestNo, "err", cause)
+		return r.finish(ctx, f, model.RefundFailed, cause.Error())
+	}
+	r.log.Warn("refund outcome unknown, will query then retry", "out_request_no", f.OutRequestNo, "err", cause)
+	backoff := min(time.Second<<min(f.Attempts, 12), time.Hour)
+	return r.store.RetryRefundAt(ctx, f.OutRequestNo, r.now().Add(backoff), cause.Error())
+}
+
+// finish records a refund's end, with its payment (for an automatic
+// refund) and its event, in one transaction that locks the order first.
+func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundState, reason string) error {
+	return inTx(ctx, r.store, func(tx *dao.Store) error {
+		order, err := tx.OrderForUpdateByID(ctx, f.OrderID)
+		if err != nil {
+			return err
+		}
+		moved, err := tx.FinishRefund(ctx, f.OutRequestNo, to, reason)
+		if err != nil || !moved {
+			return err // finished by another worker
+		}
+		if f.Kind == model.RefundAuto {
+			pay := model.PaymentRefunded
+			if to == model.RefundFailed {
+				pay = model.PaymentRefundFailed
+			}
+			if _, err := tx.SetPaymentState(ctx, f.Provider, f.TradeNo, model.PaymentRefunding, pay); err != nil {
+				return err
+			}
+		}
+		typ := model.EventRefunded
+		if to == model.RefundFailed {
+			typ = model.EventRefundFailed
+		}
+		ev, err := newEvent(typ, f.OrderID, model.RefundEventData{
+			OrderID: f.OrderID, OrderSN: order.OrderSN, Provider: string(f.Provider), TradeNo: f.TradeNo,
+			OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, Kind: string(f.Kind),
+			Amount: f.Amount.StringFixed(2), Reason: f.Reason,
+		}, r.now())
+		if err != nil {
+			return err
+		}
+		return tx.InsertEvents(ctx, ev)
+	})
+}
+
+// Request records an operator's refund of a paid order (after-sale, full
+// or partial) under an idempotency key: the same key again returns the
+// same refund; never more than was paid minus what was refunded.
+func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.Decimal, reason string) (model.Refund, error) {
+	if !model.ValidIdempotencyKey(key) {
+		return model.Refund{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
+	}
+	if !amount.IsPositive() || amount.Exponent() < -2 {
+		return model.Refund{}, fmt.Errorf("%w: amount must be positive with at most 2 decimals", model.ErrInvalidRequest)
+	}
+	var out model.Refund
+	err := inTx(ctx, r.store, func(tx *dao.Store) error {
+		order, err := tx.OrderForUpdate(ctx, sn)
+		if err != nil {
+			return err
+		}
+		no := afterSaleRequestNo(order.ID, key)
+		if prev, err := tx.Refund(ctx, no); err == nil {
+			if !prev.Amount.Equal(amount) {
+				return model.ErrIdempotencyKeyReused
+			}
+			out = prev
+			return nil
+		} else if !errors.Is(err, model.ErrRefundNotFound) {
+			return err
+		}
+		pays, err := tx.PaymentsByOrder(ctx, order.ID)
+		if err != nil {
+			return err
+		}
+		var paid *model.Payment
+		for i := range pays {
+			if pays[i].State == model.PaymentApplied {
+				paid = &pays[i]
+			}
+		}
+		if paid == nil || order.Status == model.OrderAwaitingPayment || order.Status == model.OrderClosed {
+			return fmt.Errorf("%w: %q", model.ErrNothingToRefund, sn)
+		}
+		refunds, err := tx.RefundsByOrder(ctx, order.ID)
+		if err != nil {
+			return err
+		}
+		left := paid.Amount
+		for _, f := range refunds {
+			if f.TradeNo == paid.TradeNo && f.State != model.RefundFailed {
+				left = left.Sub(f.Amount)
+			}
+		}
+		if amount.GreaterThan(left) {
+			return fmt.Errorf("%w: %s asked, %s left of %s paid", model.ErrRefundTooLarge, amount.StringFixed(2), left.StringFixed(2), paid.Amount.StringFixed(2))
+		}
+		out = model.Refund{
+			OutRequestNo: no, Kind: model.RefundAfterSale, Provider: paid.Provider, TradeNo: paid.TradeNo,
+			OutTradeNo: paid.OutTradeNo, OrderID: order.ID, Amount: amount, Reason: reason,
+			State: model.RefundRefunding, IdempotencyKey: key,
+		}
+		_, err = tx.InsertRefund(ctx, out)
+		return err
+	})
+	return out, err
+}
+
+// Notified handles a refund notification (a TRADE_SUCCESS with refund_fee,
+// or a TRADE_CLOSED after a full refund): it is never a payment. It only
+// brings forward the worker's confirmation — by query — of the refund it
+// names, if any.
+func (r *Refunds) Notified(ctx context.Context, outRequestNo string) error {
+	if outRequestNo == "" {
+		return nil
+	}
+	err := r.store.RetryRefundAt(ctx, outRequestNo, r.now(), "refund notification received")
+	if errors.Is(err, model.ErrRefundNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Run enqueues and executes refunds every interval until ctx ends.
+func (r *Refunds) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := r.Enqueue(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("refund enqueue failed", "err", err)
+		}
+		if _, err := r.Execute(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("refund round failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
