@@ -87,6 +87,14 @@ func (b *JetStream) Subject(t model.EventType) string { return b.prefix + "." + 
 // one stored). The event id is the Nats-Msg-Id.
 func (b *JetStream) Publish(ctx context.Context, events []model.Event) []error {
 	errs := make([]error, len(events))
+	if !b.nc.IsConnected() {
+		// Fail fast: the relay backs off and retries; waiting out the
+		// reconnect here would only hold its round.
+		for i := range errs {
+			errs[i] = fmt.Errorf("nats: %w", nats.ErrDisconnected)
+		}
+		return errs
+	}
 	futures := make([]jetstream.PubAckFuture, len(events))
 	for i, ev := range events {
 		data, err := json.Marshal(ev)
@@ -178,8 +186,14 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 			return
 		}
 		if err := handle(ctx, ev); err != nil {
-			b.log.Warn("event not handled, will be redelivered", "event_id", ev.ID, "type", ev.Type, "err", err)
-			_ = msg.NakWithDelay(2 * time.Second)
+			// Never dropped: redelivered, later and later, and loudly once it
+			// has failed a few times (an operator has to look).
+			delay, level := 2*time.Second, slog.LevelWarn
+			if md, merr := msg.Metadata(); merr == nil && md.NumDelivered > 5 {
+				delay, level = time.Minute, slog.LevelError
+			}
+			b.log.Log(ctx, level, "event not handled, will be redelivered", "event_id", ev.ID, "type", ev.Type, "err", err)
+			_ = msg.NakWithDelay(delay)
 			return
 		}
 		if err := msg.DoubleAck(ctx); err != nil {

@@ -61,18 +61,28 @@ func (s *Store) InsertEvents(ctx context.Context, events ...model.Event) error {
 	return mapErr(s.db.WithContext(ctx).Create(&recs).Error)
 }
 
-// ClaimEvents locks up to limit unsent events that are due, oldest first,
-// skipping rows another relay holds (FOR UPDATE SKIP LOCKED: MySQL 8,
-// MariaDB 10.6+). The claim lasts as long as the caller's transaction: a
-// relay that dies rolls back and the rows are free again.
-func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int) ([]model.OutboxRow, error) {
+// ClaimEvents claims up to limit unsent events that are due, oldest first:
+// it locks them, skipping rows another relay holds (FOR UPDATE SKIP LOCKED:
+// MySQL 8, MariaDB 10.6+), and pushes their next attempt a lease into the
+// future. The caller commits at once and publishes outside any
+// transaction; a relay that dies before marking them leaves rows that are
+// due again when the lease ends.
+func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.OutboxRow, error) {
 	var recs []outboxRecord
 	err := s.db.WithContext(ctx).
 		Where("state IN ? AND next_attempt_at <= ?", []string{string(model.OutboxPending), string(model.OutboxFailed)}, now.UTC()).
 		Order("id").Limit(limit).
 		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
 		Find(&recs).Error
-	if err != nil {
+	if err != nil || len(recs) == 0 {
+		return nil, mapErr(err)
+	}
+	ids := make([]int64, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	if err := s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id IN ?", ids).
+		Update("next_attempt_at", now.Add(lease).UTC()).Error; err != nil {
 		return nil, mapErr(err)
 	}
 	return rows(recs)
@@ -83,7 +93,7 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, now time.Time) error
 	if len(seqs) == 0 {
 		return nil
 	}
-	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id IN ?", seqs).
+	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id IN ? AND state != ?", seqs, model.OutboxSent).
 		Updates(map[string]any{"state": model.OutboxSent, "sent_time": now.UTC(), "last_error": ""}).Error)
 }
 

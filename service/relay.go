@@ -17,25 +17,35 @@ type Publisher interface {
 }
 
 // Relay publishes outbox rows and marks them sent. Several relays may run
-// at once: each claims its rows with FOR UPDATE SKIP LOCKED for the length
-// of one transaction — publish, wait for acknowledgements, mark sent — so
-// no row is published by two relays at the same moment, and a relay that
-// dies rolls back and strands nothing. A crash between publish and commit
-// publishes the row again; the event id as Nats-Msg-Id and the consumer's
-// de-duplication make that harmless.
+// at once: a relay claims its rows in a short transaction (FOR UPDATE SKIP
+// LOCKED, then a lease on their next attempt), publishes with no
+// transaction open, waits for the acknowledgements, and marks them in a
+// second short transaction. No row is published by two relays at the same
+// moment (unless a publish outlives the lease), and a relay that dies
+// strands nothing: its rows are due again when the lease ends. A crash
+// between publish and mark publishes the row again; the event id as
+// Nats-Msg-Id and the consumer's de-duplication make that harmless.
+//
+// Nothing waits on the broker while holding a lock: a broker that is down
+// or slow never blocks the payments and orders that write events.
 type Relay struct {
 	store *dao.Store
 	pub   Publisher
 	log   *slog.Logger
-	// Batch is how many rows one transaction claims.
+	// Batch is how many rows one round claims.
 	Batch int
 	// Interval is how long an idle relay waits before looking again.
 	Interval time.Duration
+	// Lease is how long a claim keeps rows from other relays; longer than
+	// a publish can take.
+	Lease time.Duration
+	// PublishTimeout bounds one round's wait for acknowledgements.
+	PublishTimeout time.Duration
 	// FailAfter attempts mark a row FAILED (still retried, on MaxBackoff).
 	FailAfter  int
 	MaxBackoff time.Duration
 	// AfterPublish, if set, runs between publishing and marking sent: a
-	// seam for fault injection (an error aborts the claim, as a crash would).
+	// seam for fault injection (an error stops the round, as a crash would).
 	AfterPublish func(ctx context.Context) error
 	// OnPublished, if set, is told how many rows each batch sent and failed.
 	OnPublished func(sent, failed int)
@@ -45,6 +55,7 @@ type Relay struct {
 // NewRelay returns a relay from store to pub with default tuning.
 func NewRelay(store *dao.Store, pub Publisher, log *slog.Logger) *Relay {
 	return &Relay{store: store, pub: pub, log: log, Batch: 100, Interval: 500 * time.Millisecond,
+		Lease: 30 * time.Second, PublishTimeout: 10 * time.Second,
 		FailAfter: 10, MaxBackoff: 5 * time.Minute, now: time.Now}
 }
 
@@ -68,26 +79,31 @@ func (r *Relay) Run(ctx context.Context) {
 // RelayOnce claims one batch of due rows, publishes them, and records the
 // result. It returns how many rows it marked sent.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
-	sent, failed := 0, 0
+	var rows []model.OutboxRow
 	err := r.store.Tx(ctx, func(tx *dao.Store) error {
-		sent, failed = 0, 0
-		rows, err := tx.ClaimEvents(ctx, r.now(), r.Batch)
-		if err != nil || len(rows) == 0 {
-			return err
+		var err error
+		rows, err = tx.ClaimEvents(ctx, r.now(), r.Lease, r.Batch)
+		return err
+	})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	events := make([]model.Event, len(rows))
+	for i, row := range rows {
+		events[i] = row.Event
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.PublishTimeout)
+	errs := r.pub.Publish(pctx, events)
+	cancel()
+	if r.AfterPublish != nil {
+		if err := r.AfterPublish(ctx); err != nil {
+			return 0, err
 		}
-		events := make([]model.Event, len(rows))
-		for i, row := range rows {
-			events[i] = row.Event
-		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		errs := r.pub.Publish(pctx, events)
-		cancel()
-		if r.AfterPublish != nil {
-			if err := r.AfterPublish(ctx); err != nil {
-				return err
-			}
-		}
+	}
+	sent, failed := 0, 0
+	err = r.store.Tx(ctx, func(tx *dao.Store) error {
 		var ok []int64
+		failed = 0
 		for i, row := range rows {
 			if errs[i] == nil {
 				ok = append(ok, row.Seq)
@@ -95,13 +111,12 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 			}
 			failed++
 			attempts := row.Attempts + 1
-			next := r.now().Add(r.backoff(attempts))
 			level := slog.LevelWarn
 			if attempts >= r.FailAfter {
 				level = slog.LevelError // FAILED: an operator should look
 			}
 			r.log.Log(ctx, level, "event not published", "event_id", row.Event.ID, "type", row.Event.Type, "attempts", attempts, "err", errs[i])
-			if err := tx.MarkFailed(ctx, row.Seq, attempts, next, r.FailAfter, errs[i].Error()); err != nil {
+			if err := tx.MarkFailed(ctx, row.Seq, attempts, r.now().Add(r.backoff(attempts)), r.FailAfter, errs[i].Error()); err != nil {
 				return err
 			}
 		}
@@ -111,7 +126,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r.OnPublished != nil && sent+failed > 0 {
+	if r.OnPublished != nil {
 		r.OnPublished(sent, failed)
 	}
 	return sent, nil
