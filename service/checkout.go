@@ -96,7 +96,8 @@ func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, method 
 	if !method.Valid() {
 		return PayView{}, fmt.Errorf("%w: method must be page, wap or qr", model.ErrInvalidRequest)
 	}
-	v, err, _ := c.flight.Do(sn+"\x00"+string(method), func() (any, error) {
+	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(method)
+	v, err, _ := c.flight.Do(key, func() (any, error) {
 		return c.start(context.WithoutCancel(ctx), memberID, sn, method)
 	})
 	if err != nil {
