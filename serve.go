@@ -120,6 +120,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		}
 		checkout = service.NewCheckout(store, a.alipay, payments, l, log,
 			strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
 	h := handler.New(handler.Deps{
 		Log:           log,

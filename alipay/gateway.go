@@ -19,9 +19,10 @@ import (
 //     error_response, which smartwalle hands back unverified) is
 //     model.ErrGatewayUnknown: nobody we trust said what happened.
 
-// PagePayURL builds a signed page-pay URL (PC). No network.
-func (c *Client) PagePayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error) {
-	u, err := c.sdk.TradePagePay(smartwalle.TradePagePay{Trade: c.trade(outTradeNo, subject, amount, notifyURL, returnURL, "FAST_INSTANT_TRADE_PAY")})
+// PagePayURL builds a signed page-pay URL (PC). No network. Alipay takes
+// no payment for the trade after expireAt.
+func (c *Client) PagePayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error) {
+	u, err := c.sdk.TradePagePay(smartwalle.TradePagePay{Trade: c.trade(outTradeNo, subject, amount, expireAt, notifyURL, returnURL, "FAST_INSTANT_TRADE_PAY")})
 	if err != nil {
 		return "", err
 	}
@@ -29,26 +30,31 @@ func (c *Client) PagePayURL(outTradeNo, subject string, amount decimal.Decimal, 
 }
 
 // WapPayURL builds a signed WAP pay URL (phone browsers). No network.
-func (c *Client) WapPayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error) {
-	u, err := c.sdk.TradeWapPay(smartwalle.TradeWapPay{Trade: c.trade(outTradeNo, subject, amount, notifyURL, returnURL, "QUICK_WAP_WAY")})
+func (c *Client) WapPayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error) {
+	u, err := c.sdk.TradeWapPay(smartwalle.TradeWapPay{
+		Trade: c.trade(outTradeNo, subject, amount, expireAt, notifyURL, returnURL, "QUICK_WAP_WAY"),
+		// The WAP API's own time_expire is to the minute; round down.
+		TimeExpire: expireAt.In(model.Beijing).Format("2006-01-02 15:04"),
+	})
 	if err != nil {
 		return "", err
 	}
 	return u.String(), nil
 }
 
-func (c *Client) trade(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL, product string) smartwalle.Trade {
+func (c *Client) trade(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL, product string) smartwalle.Trade {
 	return smartwalle.Trade{
 		NotifyURL: notifyURL, ReturnURL: returnURL, Subject: subject, OutTradeNo: outTradeNo,
 		TotalAmount: amount.StringFixed(2), ProductCode: product,
+		TimeExpire: model.FormatAlipayTime(expireAt),
 	}
 }
 
 // Precreate asks Alipay for a QR code to pay a trade
 // (alipay.trade.precreate). Alipay answers the same code for the same
 // out_trade_no and amount, so a retry is safe.
-func (c *Client) Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, notifyURL string) (string, error) {
-	rsp, err := c.sdk.TradePreCreate(ctx, smartwalle.TradePreCreate{Trade: c.trade(outTradeNo, subject, amount, notifyURL, "", "FACE_TO_FACE_PAYMENT")})
+func (c *Client) Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL string) (string, error) {
+	rsp, err := c.sdk.TradePreCreate(ctx, smartwalle.TradePreCreate{Trade: c.trade(outTradeNo, subject, amount, expireAt, notifyURL, "", "FACE_TO_FACE_PAYMENT")})
 	if err := outcome("precreate", rsp, err); err != nil {
 		return "", err
 	}
@@ -101,7 +107,7 @@ func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, am
 	// fund_change N: no money moved by this call — Alipay's answer to a
 	// repeat of a refund already made, or to one it did not make. Only the
 	// refund query tells which.
-	done, err := c.RefundDone(ctx, outTradeNo, outRequestNo)
+	done, err := c.RefundDone(ctx, outTradeNo, outRequestNo, amount)
 	if err != nil {
 		return err
 	}
@@ -111,15 +117,26 @@ func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, am
 	return nil
 }
 
-// RefundDone asks Alipay whether the refund outRequestNo went through
-// (alipay.trade.fastpay.refund.query): true with REFUND_SUCCESS; false
-// when Alipay has no such successful refund.
-func (c *Client) RefundDone(ctx context.Context, outTradeNo, outRequestNo string) (bool, error) {
+// RefundDone asks Alipay whether the refund outRequestNo of amount went
+// through (alipay.trade.fastpay.refund.query): true with REFUND_SUCCESS —
+// or, as older versions of the API answer, with no refund_status but the
+// refund's amount; false when Alipay reports no such refund.
+func (c *Client) RefundDone(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal) (bool, error) {
 	rsp, err := c.sdk.TradeFastPayRefundQuery(ctx, smartwalle.TradeFastPayRefundQuery{OutTradeNo: outTradeNo, OutRequestNo: outRequestNo})
 	if err := outcome("refund query", rsp, err); err != nil {
 		return false, err
 	}
-	return rsp.RefundStatus == "REFUND_SUCCESS", nil
+	switch {
+	case rsp.RefundStatus == "REFUND_SUCCESS":
+		return true, nil
+	case rsp.RefundStatus == "" && rsp.RefundAmount != "":
+		got, err := decimal.NewFromString(rsp.RefundAmount)
+		if err == nil && got.Equal(amount) {
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: refund %s: no status, amount %q", model.ErrGatewayUnknown, outRequestNo, rsp.RefundAmount)
+	}
+	return false, nil
 }
 
 // outcome sorts an answer into success, signed failure, or unknown.

@@ -271,7 +271,17 @@ func TestBrokerRestart(t *testing.T) {
 
 	srv.Start()
 	t.Run("BackUpPublishesAndConsumes", func(t *testing.T) {
-		mustPublish(t, b, event("during", model.EventOrderPaid, "2.00"), event("after", model.EventOrderPaid, "3.00"))
+		// Publish fails fast until the client has reconnected (the relay
+		// would back off and retry); then it goes through.
+		batch := []model.Event{event("during", model.EventOrderPaid, "2.00"), event("after", model.EventOrderPaid, "3.00")}
+		eventually(t, "publishing works again after the reconnect", func() bool {
+			for _, err := range b.Publish(context.Background(), batch) {
+				if err != nil {
+					return false
+				}
+			}
+			return true
+		})
 		eventually(t, "the events published after the restart are handled", seen("during", "after"))
 		f := fixture{js: natstest.JetStream(t, srv.URL()), stream: stream}
 		if n := f.streamMsgs(t); n != 3 {

@@ -25,6 +25,7 @@ type attemptRecord struct {
 	PayURL      *string
 	Queries     int
 	NextQueryAt time.Time
+	ExpireAt    time.Time
 	CreateTime  time.Time
 	UpdateTime  time.Time
 }
@@ -35,7 +36,7 @@ func (r attemptRecord) attempt() model.PayAttempt {
 	a := model.PayAttempt{
 		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, OutTradeNo: r.OutTradeNo,
 		Method: model.PayMethod(r.Method), State: model.AttemptState(r.State),
-		Queries: r.Queries, NextQueryAt: r.NextQueryAt, CreateTime: r.CreateTime,
+		Queries: r.Queries, NextQueryAt: r.NextQueryAt, ExpireAt: r.ExpireAt, CreateTime: r.CreateTime,
 	}
 	a.Amount, _ = model.ParseAmount(r.Amount)
 	if r.PayURL != nil {
@@ -52,6 +53,7 @@ func (s *Store) InsertAttempt(ctx context.Context, a model.PayAttempt) (bool, er
 	row := map[string]any{
 		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
 		"amount": a.Amount.StringFixed(2), "state": model.AttemptOpen, "next_query_at": a.NextQueryAt.UTC(),
+		"expire_at":   a.ExpireAt.UTC(),
 		"create_time": now, "update_time": now,
 	}
 	if a.PayURL != "" {
@@ -97,20 +99,25 @@ func (s *Store) SetAttemptState(ctx context.Context, id int64, from, to model.At
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// MarkAttemptPaid moves the attempt with this out_trade_no, if any, from
-// OPEN to PAID. The notify transaction calls it after the payment row.
+// MarkAttemptPaid moves the attempt with this out_trade_no, if any, to
+// PAID (from OPEN, or from CLOSED: a trade closed before the buyer opened
+// it can still be paid). The notify transaction calls it after the
+// payment row.
 func (s *Store) MarkAttemptPaid(ctx context.Context, outTradeNo string) error {
 	return mapErr(s.db.WithContext(ctx).Model(&attemptRecord{}).
-		Where("out_trade_no = ? AND state = ?", outTradeNo, model.AttemptOpen).
+		Where("out_trade_no = ? AND state IN ?", outTradeNo, []model.AttemptState{model.AttemptOpen, model.AttemptClosed}).
 		Updates(map[string]any{"state": model.AttemptPaid, "update_time": time.Now().UTC()}).Error)
 }
 
-// ClaimAttemptsToQuery claims up to limit OPEN attempts whose next query is
-// due, pushing their next query past lease so no other instance takes them
-// meanwhile (FOR UPDATE SKIP LOCKED, committed at once by the caller).
-func (s *Store) ClaimAttemptsToQuery(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.PayAttempt, error) {
+// ClaimAttemptsToQuery claims up to limit attempts whose next query is
+// due — OPEN ones, and CLOSED ones that Alipay could still take payment on
+// (expire_at not yet past by grace) — pushing their next query past lease
+// so no other instance takes them meanwhile (FOR UPDATE SKIP LOCKED,
+// committed at once by the caller).
+func (s *Store) ClaimAttemptsToQuery(ctx context.Context, now time.Time, grace, lease time.Duration, limit int) ([]model.PayAttempt, error) {
 	var recs []attemptRecord
-	err := s.db.WithContext(ctx).Where("state = ? AND next_query_at <= ?", model.AttemptOpen, now.UTC()).
+	err := s.db.WithContext(ctx).Where("next_query_at <= ? AND (state = ? OR (state = ? AND expire_at > ?))",
+		now.UTC(), model.AttemptOpen, model.AttemptClosed, now.Add(-grace).UTC()).
 		Order("next_query_at, id").Limit(limit).
 		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
 		Find(&recs).Error
@@ -134,13 +141,14 @@ func (s *Store) ScheduleQuery(ctx context.Context, id int64, at time.Time) error
 		Update("next_query_at", at.UTC()).Error)
 }
 
-// OpenAttemptsOfClosedOrders lists OPEN attempts whose order is closed:
-// trades to close at Alipay.
-func (s *Store) OpenAttemptsOfClosedOrders(ctx context.Context, limit int) ([]model.PayAttempt, error) {
+// OpenAttemptsOfSettledOrders lists OPEN attempts whose order no longer
+// awaits payment (closed, or paid by another attempt): trades to close at
+// Alipay before someone pays them too.
+func (s *Store) OpenAttemptsOfSettledOrders(ctx context.Context, limit int) ([]model.PayAttempt, error) {
 	var recs []attemptRecord
 	err := s.db.WithContext(ctx).Table(attemptTable+" AS a").Select("a.*").
 		Joins("JOIN "+orderTable+" o ON o.id = a.order_id").
-		Where("a.state = ? AND o.status = ?", model.AttemptOpen, model.OrderClosed).
+		Where("a.state = ? AND o.status != ?", model.AttemptOpen, model.OrderAwaitingPayment).
 		Order("a.id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, mapErr(err)

@@ -87,8 +87,11 @@ func notifyFailure(c *gin.Context, err error) (outcome, answer string) {
 func apiError(c *gin.Context, err error) {
 	row, known := lookup(err)
 	msg := err.Error()
-	if !known {
+	switch {
+	case !known:
 		msg = "internal error"
+	case row.status >= 500 || errors.Is(err, model.ErrRetryable):
+		msg = row.err.Error() // the sentinel only: the wrapped text is the driver's
 	}
 	logger(c).Log(c.Request.Context(), row.level, "api request failed", "code", row.code, "err", err)
 	if row.retryAfter > 0 {

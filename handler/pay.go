@@ -67,6 +67,10 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
+	if len(req.Reason) > 200 {
+		apiError(c, fmt.Errorf("%w: reason: at most 200 bytes", model.ErrInvalidRequest))
+		return
+	}
 	amount, err := decimal.NewFromString(req.Amount)
 	if err != nil {
 		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))

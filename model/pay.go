@@ -44,7 +44,9 @@ type PayAttempt struct {
 	PayURL      string
 	Queries     int
 	NextQueryAt time.Time
-	CreateTime  time.Time
+	// ExpireAt is the trade's time_expire: Alipay takes no payment after it.
+	ExpireAt   time.Time
+	CreateTime time.Time
 }
 
 // Trade is what Alipay says of a trade when asked (alipay.trade.query).

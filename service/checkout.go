@@ -19,13 +19,13 @@ import (
 // in tests and dev). Errors are model.ErrTradeNotExist, ErrTradeStatus,
 // ErrGatewayRefused or ErrGatewayUnknown.
 type Gateway interface {
-	PagePayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error)
-	WapPayURL(outTradeNo, subject string, amount decimal.Decimal, notifyURL, returnURL string) (string, error)
-	Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, notifyURL string) (string, error)
+	PagePayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error)
+	WapPayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error)
+	Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL string) (string, error)
 	QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error)
 	CloseTrade(ctx context.Context, outTradeNo string) error
 	Refund(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal, reason string) error
-	RefundDone(ctx context.Context, outTradeNo, outRequestNo string) (bool, error)
+	RefundDone(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal) (bool, error)
 }
 
 // Locker holds a distributed lock (Redis) across instances. Hold returns
@@ -56,6 +56,9 @@ type Checkout struct {
 	returnURL string
 	flight    singleflight.Group
 	now       func() time.Time
+	// PayTimeout is ORDER_PAY_TIMEOUT: every trade expires (time_expire) a
+	// minute before the closer would close its order.
+	PayTimeout time.Duration
 	// OnUnguarded, if set, is told each time a start runs without the Redis
 	// guard (not configured, or Redis down).
 	OnUnguarded func()
@@ -64,7 +67,7 @@ type Checkout struct {
 // NewCheckout returns the payment-start use case. locker may be nil.
 func NewCheckout(store *dao.Store, gw Gateway, payments *Payments, locker Locker, log *slog.Logger, notifyURL, returnURL string) *Checkout {
 	return &Checkout{store: store, gw: gw, payments: payments, locker: locker, log: log,
-		notifyURL: notifyURL, returnURL: returnURL, now: time.Now}
+		notifyURL: notifyURL, returnURL: returnURL, now: time.Now, PayTimeout: 30 * time.Minute}
 }
 
 // PayView is what the buyer needs to pay: a URL to open, or a QR code.
@@ -152,33 +155,57 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method 
 	return PayView{}, fmt.Errorf("%w: the payment method keeps changing", model.ErrRequestInFlight)
 }
 
-// createAttempt makes attempt no of an order under the Redis guard; the
-// unique key decides if two get here. It returns the attempt as stored.
+// createAttempt makes attempt no of an order under the Redis guard, in a
+// transaction that locks the order and re-checks that it still awaits
+// payment (another instance may have closed or paid it since we read it);
+// the unique key decides if two get here. It returns the attempt as
+// stored.
 func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int, method model.PayMethod) (model.PayAttempt, bool, error) {
 	release := c.guard(ctx, order.OrderSN, no)
 	defer release()
+	expireAt := c.expireAt(order)
+	if !expireAt.After(c.now().Add(time.Minute)) {
+		return model.PayAttempt{}, false, fmt.Errorf("%w: %q is about to be closed", model.ErrOrderNotPayable, order.OrderSN)
+	}
 	a := model.PayAttempt{
 		OrderID: order.ID, AttemptNo: no, OutTradeNo: outTradeNo(order.OrderSN, no), Method: method,
-		Amount: order.PayAmount, NextQueryAt: c.now().Add(firstQueryAfter),
+		Amount: order.PayAmount, NextQueryAt: c.now().Add(firstQueryAfter), ExpireAt: expireAt,
 	}
 	var err error
 	// Page and WAP URLs are signed locally: store the one URL every caller
 	// will answer with, in the insert itself.
 	switch method {
 	case model.PayPage:
-		a.PayURL, err = c.gw.PagePayURL(a.OutTradeNo, subject(order), a.Amount, c.notifyURL, c.returnURL)
+		a.PayURL, err = c.gw.PagePayURL(a.OutTradeNo, subject(order), a.Amount, expireAt, c.notifyURL, c.returnURL)
 	case model.PayWap:
-		a.PayURL, err = c.gw.WapPayURL(a.OutTradeNo, subject(order), a.Amount, c.notifyURL, c.returnURL)
+		a.PayURL, err = c.gw.WapPayURL(a.OutTradeNo, subject(order), a.Amount, expireAt, c.notifyURL, c.returnURL)
 	}
 	if err != nil {
 		return model.PayAttempt{}, false, err
 	}
-	created, err := c.store.InsertAttempt(ctx, a)
+	var created bool
+	err = inTx(ctx, c.store, func(tx *dao.Store) error {
+		locked, err := tx.OrderForUpdateByID(ctx, order.ID)
+		if err != nil {
+			return err
+		}
+		if locked.Status != model.OrderAwaitingPayment {
+			return fmt.Errorf("%w: %q", model.ErrOrderNotPayable, order.OrderSN)
+		}
+		created, err = tx.InsertAttempt(ctx, a)
+		return err
+	})
 	if err != nil {
 		return model.PayAttempt{}, false, err
 	}
 	stored, err := c.store.LatestAttempt(ctx, order.ID)
 	return stored, created, err
+}
+
+// expireAt is when an order's trades stop taking payment: a minute before
+// the closer closes the order.
+func (c *Checkout) expireAt(o model.Order) time.Time {
+	return o.CreateTime.Add(c.PayTimeout - time.Minute)
 }
 
 // guard takes the Redis lock pay:lock:{order_sn}:{attempt_no}, or goes on
@@ -210,7 +237,7 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 	if a.PayURL == "" && a.Method == model.PayQR {
 		release := c.guard(ctx, order.OrderSN, a.AttemptNo)
 		defer release()
-		qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, c.notifyURL)
+		qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, a.ExpireAt, c.notifyURL)
 		if err != nil {
 			return PayView{}, err
 		}

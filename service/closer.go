@@ -81,7 +81,13 @@ func (c *Closer) CloseExpired(ctx context.Context) (int, error) {
 			return closeLocked(ctx, tx, order, closeTimeout, c.now())
 		})
 		if err != nil {
-			return closed, err
+			// One order that cannot be closed (a SKU or member edited away
+			// under it) must not stop every other close: log it and go on.
+			c.log.Error("order not closed", "order_id", id, "err", err)
+			if ctx.Err() != nil {
+				return closed, err
+			}
+			continue
 		}
 		if done {
 			closed++

@@ -30,8 +30,12 @@ type Reconciler struct {
 
 // NewReconciler returns the query-and-close job.
 func NewReconciler(store *dao.Store, gw Gateway, payments *Payments, log *slog.Logger) *Reconciler {
-	return &Reconciler{store: store, gw: gw, payments: payments, log: log, Batch: 50, Lease: time.Minute, now: time.Now}
+	return &Reconciler{store: store, gw: gw, payments: payments, log: log, Batch: 20, Lease: 10 * time.Minute, now: time.Now}
 }
+
+// expiryGrace is how long past a trade's time_expire a closed attempt is
+// still queried, for clocks and Alipay's own lag.
+const expiryGrace = time.Hour
 
 // queryBackoff is when an attempt is asked about again after n queries:
 // often at first, then rarely; a trade Alipay still holds open lives for
@@ -50,7 +54,7 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 	var claimed []model.PayAttempt
 	err := r.store.Tx(ctx, func(tx *dao.Store) error {
 		var err error
-		claimed, err = tx.ClaimAttemptsToQuery(ctx, r.now(), r.Lease, r.Batch)
+		claimed, err = tx.ClaimAttemptsToQuery(ctx, r.now(), expiryGrace, r.Lease, r.Batch)
 		return err
 	})
 	if err != nil {
@@ -62,19 +66,24 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 		switch {
 		case err == nil && t.Status.Paid():
 			if _, outcome, err := r.payments.Observe(ctx, observed(t)); err != nil {
-				r.log.Warn("query found a payment that could not be applied yet", "out_trade_no", a.OutTradeNo, "err", err)
-				continue // the lease expires and it is queried again
+				r.log.Error("query found a payment that could not be applied", "out_trade_no", a.OutTradeNo, "err", err)
+				if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil {
+					return paid, err
+				}
+				continue
 			} else {
 				r.log.Info("query found a payment", "out_trade_no", a.OutTradeNo, "trade_no", t.TradeNo, "outcome", outcome)
 			}
 			paid++
-		case err == nil && t.Status == model.TradeClosed:
+		case err == nil && t.Status == model.TradeClosed && a.State == model.AttemptOpen:
 			if _, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed); err != nil {
 				return paid, err
 			}
+			fallthrough // a closed trade can still be reported paid later by a lagging query: ask again until expiry
 		default:
-			// Not paid yet, never scanned (ErrTradeNotExist), or no
-			// trustworthy answer: ask again later.
+			// Not paid yet, never scanned (ErrTradeNotExist), closed, or no
+			// trustworthy answer: ask again later (a closed attempt only
+			// until its trade's expiry).
 			if err != nil && !errors.Is(err, model.ErrTradeNotExist) {
 				r.log.Warn("trade query failed", "out_trade_no", a.OutTradeNo, "err", err)
 			}
@@ -86,12 +95,13 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 	return paid, nil
 }
 
-// CloseAbandoned closes at Alipay the open trades of closed orders. A
-// trade Alipay says is already paid is queried and applied — it ends
-// REFUND_PENDING, since its order is closed — and refunded by the refund
-// worker.
+// CloseAbandoned closes at Alipay the open trades of orders that no
+// longer await payment (closed, or paid through another attempt). A trade
+// Alipay says is already paid is queried and applied — it ends
+// REFUND_PENDING — and refunded by the refund worker. A closed attempt is
+// still queried until its trade expires (see QueryDue).
 func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
-	attempts, err := r.store.OpenAttemptsOfClosedOrders(ctx, r.Batch)
+	attempts, err := r.store.OpenAttemptsOfSettledOrders(ctx, r.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -32,15 +32,17 @@ type Refunds struct {
 	Batch int
 	// Lease keeps a claimed refund from other workers while Alipay is asked.
 	Lease time.Duration
-	// MaxAttempts of unknown outcome before a refund is REFUND_FAILED for an
-	// operator to look at.
-	MaxAttempts int
-	now         func() time.Time
+	// AlertAfter attempts of unknown outcome, each further one is logged as
+	// an error for an operator. The refund stays REFUNDING — never FAILED on
+	// an unknown outcome, which might have been a refund: only a signed
+	// refusal fails it.
+	AlertAfter int
+	now        func() time.Time
 }
 
 // NewRefunds returns the refund use cases and worker.
 func NewRefunds(store *dao.Store, gw Gateway, log *slog.Logger) *Refunds {
-	return &Refunds{store: store, gw: gw, log: log, Batch: 50, Lease: time.Minute, MaxAttempts: 12, now: time.Now}
+	return &Refunds{store: store, gw: gw, log: log, Batch: 20, Lease: 10 * time.Minute, AlertAfter: 12, now: time.Now}
 }
 
 // autoRequestNo is the out_request_no that refunds a REFUND_PENDING payment
@@ -78,15 +80,21 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 			if err != nil || !moved {
 				return err // another worker took it
 			}
-			n++
 			_, err = tx.InsertRefund(ctx, model.Refund{
 				OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
 			})
+			if err == nil {
+				n++
+			}
 			return err
 		})
 		if err != nil {
-			return n, err
+			// One payment that cannot be enqueued must not hold up the rest.
+			r.log.Error("refund not enqueued", "trade_no", p.TradeNo, "err", err)
+			if ctx.Err() != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil
@@ -120,7 +128,7 @@ func (r *Refunds) Execute(ctx context.Context) (int, error) {
 func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 	if f.Attempts > 1 {
 		// The last ask may have refunded without our hearing: find out first.
-		refunded, err := r.gw.RefundDone(ctx, f.OutTradeNo, f.OutRequestNo)
+		refunded, err := r.gw.RefundDone(ctx, f.OutTradeNo, f.OutRequestNo, f.Amount)
 		switch {
 		case err == nil && refunded:
 			return true, r.finish(ctx, f, model.RefundRefunded, "")
@@ -141,14 +149,15 @@ func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 	return false, r.finish(ctx, f, model.RefundFailed, err.Error())
 }
 
-// unknown schedules another try after an answer we cannot trust, or gives
-// up (REFUND_FAILED, for an operator) after MaxAttempts.
+// unknown schedules another try after an answer we cannot trust: the next
+// one queries first. It backs off to an hour, and past AlertAfter attempts
+// every try is logged as an error for an operator.
 func (r *Refunds) unknown(ctx context.Context, f model.Refund, cause error) error {
-	if f.Attempts >= r.MaxAttempts {
-		r.log.Error("refund outcome still unknown, giving up to an operator", "out_request_no", f.OutRequestNo, "err", cause)
-		return r.finish(ctx, f, model.RefundFailed, cause.Error())
+	level := slog.LevelWarn
+	if f.Attempts >= r.AlertAfter {
+		level = slog.LevelError
 	}
-	r.log.Warn("refund outcome unknown, will query then retry", "out_request_no", f.OutRequestNo, "err", cause)
+	r.log.Log(ctx, level, "refund outcome unknown, will query then retry", "out_request_no", f.OutRequestNo, "attempts", f.Attempts, "err", cause)
 	backoff := min(time.Second<<min(f.Attempts, 12), time.Hour)
 	return r.store.RetryRefundAt(ctx, f.OutRequestNo, r.now().Add(backoff), cause.Error())
 }

@@ -14,6 +14,10 @@ CREATE TABLE oms_pay_attempt (
     pay_url       TEXT          NULL,
     queries       INT           NOT NULL DEFAULT 0,
     next_query_at DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    -- Alipay refuses payment after this (time_expire); until then even a
+    -- closed attempt is queried, since "closed" may have been "not yet
+    -- opened" (a page trade exists only once the buyer opens the URL).
+    expire_at     DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
     create_time   DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
     update_time   DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
     PRIMARY KEY (id),
