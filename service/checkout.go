@@ -237,16 +237,24 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 	if a.PayURL == "" && a.Method == model.PayQR {
 		release := c.guard(ctx, order.OrderSN, a.AttemptNo)
 		defer release()
-		qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, a.ExpireAt, c.notifyURL)
+		// Under the lock: another instance may have stored the code already.
+		a, err := c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo)
 		if err != nil {
 			return PayView{}, err
 		}
-		if err := c.store.SetAttemptURL(ctx, a.ID, qr); err != nil {
-			return PayView{}, err
+		if a.PayURL == "" {
+			qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, a.ExpireAt, c.notifyURL)
+			if err != nil {
+				return PayView{}, err
+			}
+			if err := c.store.SetAttemptURL(ctx, a.ID, qr); err != nil {
+				return PayView{}, err
+			}
+			if a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo); err != nil {
+				return PayView{}, err
+			}
 		}
-		if a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo); err != nil {
-			return PayView{}, err
-		}
+		return payView(order.OrderSN, a), nil
 	}
 	return payView(order.OrderSN, a), nil
 }

@@ -13,8 +13,10 @@ import (
 // Reconciler finds out what the network lost: it queries open trades
 // whose notification has not come (applying a payment through exactly the
 // same Payments.Observe as a notification), and closes at Alipay the open
-// trades of closed orders. Safe with several instances: attempts are
-// claimed with FOR UPDATE SKIP LOCKED and a lease.
+// trades of settled orders. Safe with several instances: queried attempts
+// are claimed with FOR UPDATE SKIP LOCKED and a lease; closing is
+// idempotent at Alipay and recorded by compare-and-set, so two instances
+// closing one trade cost a second call, nothing more.
 type Reconciler struct {
 	store    *dao.Store
 	gw       Gateway
@@ -129,10 +131,13 @@ func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
 					r.log.Warn("paid trade of a closed order not applied yet", "out_trade_no", a.OutTradeNo, "err", err)
 				}
 			case t.Status == model.TradeClosed:
-				if _, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed); err != nil {
+				ok, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+				if err != nil {
 					return closed, err
 				}
-				closed++
+				if ok {
+					closed++
+				}
 			}
 		default:
 			r.log.Warn("trade close failed, will retry", "out_trade_no", a.OutTradeNo, "err", err)

@@ -45,7 +45,7 @@ func Open(tb testing.TB, driver string) *dao.Store {
 	default:
 		tb.Fatalf("daotest: unknown driver %q", driver)
 	}
-	store, err := dao.Open(ctx, driver, dsn, dao.Options{MaxOpenConns: 64})
+	store, err := dao.Open(ctx, driver, dsn, dao.Options{MaxOpenConns: 24})
 	if err != nil {
 		tb.Fatalf("daotest: open %s: %v", driver, err)
 	}
