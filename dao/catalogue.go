@@ -41,26 +41,25 @@ func (s *Store) ReserveStock(ctx context.Context, skuID int64, qty int) (bool, e
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// SellReservation turns an order's reservations into sales (stock and
-// lock_stock both drop by each item's quantity). The
-// caller holds the order lock and has just moved it 0→1, so this runs once
-// per order. The table's CHECK refuses a reservation that is not there.
-func (s *Store) SellReservation(ctx context.Context, orderID int64) error {
-	return s.adjustReservation(ctx, orderID, true)
+// SellReservation turns an order's reservation into a sale (stock and
+// lock_stock both drop by each quantity). The caller holds the order lock
+// and has just moved it 0→1, so this runs once per order.
+func (s *Store) SellReservation(ctx context.Context, o model.Order) error {
+	return s.adjustReservation(ctx, o, true)
 }
 
-// ReleaseReservation gives an order's reservations back (lock_stock drops
-// by each item's quantity). The caller holds the order
-// lock and has just moved it 0→4, so this runs once per order.
-func (s *Store) ReleaseReservation(ctx context.Context, orderID int64) error {
-	return s.adjustReservation(ctx, orderID, false)
+// ReleaseReservation gives an order's reservation back (lock_stock drops by
+// each quantity). The caller holds the order lock and has just moved it
+// 0→4, so this runs once per order.
+func (s *Store) ReleaseReservation(ctx context.Context, o model.Order) error {
+	return s.adjustReservation(ctx, o, false)
 }
 
-func (s *Store) adjustReservation(ctx context.Context, orderID int64, sell bool) error {
-	// A plain read: lines never change after placement, and a locking read
-	// (or a JOIN update) would also lock the line index's gaps, which a
-	// concurrent placement inserting its own lines then deadlocks against.
-	items, err := s.OrderItems(ctx, orderID)
+func (s *Store) adjustReservation(ctx context.Context, o model.Order, sell bool) error {
+	// The reservation is on the order row we hold: no read of the lines
+	// (whose index gaps a concurrent placement inserting its own lines would
+	// deadlock against).
+	items, err := model.ParseReservation(o.StockReservation)
 	if err != nil || len(items) == 0 {
 		return err
 	}
@@ -85,7 +84,7 @@ func (s *Store) adjustReservation(ctx context.Context, orderID int64, sell bool)
 		return mapErr(res.Error)
 	}
 	if int(res.RowsAffected) != len(items) {
-		return fmt.Errorf("%w: order %d: %d of %d SKUs adjusted", model.ErrStateChanged, orderID, res.RowsAffected, len(items))
+		return fmt.Errorf("%w: order %d: %d of %d SKUs adjusted", model.ErrStateChanged, o.ID, res.RowsAffected, len(items))
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ const orderTable = "oms_order"
 
 // orderColumns are the columns model.Order maps.
 var orderColumns = []string{"id", "order_sn", "member_id", "pay_amount", "status", "pay_type", "payment_time",
-	"total_amount", "coupon_id", "coupon_amount", "integration", "integration_amount", "create_time", "modify_time"}
+	"total_amount", "coupon_id", "coupon_amount", "integration", "integration_amount", "stock_reservation", "create_time", "modify_time"}
 
 // OrderForUpdate reads an order by order_sn and locks its row until the
 // transaction ends (SELECT … FOR UPDATE; SQLite locks the whole database at
@@ -96,6 +96,7 @@ type orderRecord struct {
 	CouponAmount      string
 	Integration       int
 	IntegrationAmount string
+	StockReservation  string
 	CreateTime        time.Time
 	ModifyTime        time.Time
 }
@@ -114,7 +115,7 @@ func (s *Store) InsertOrder(ctx context.Context, o model.Order) (int64, error) {
 		Status: model.OrderAwaitingPayment, TotalAmount: o.TotalAmount.StringFixed(2),
 		CouponID: o.CouponID, CouponAmount: o.CouponAmount.StringFixed(2),
 		Integration: o.Integration, IntegrationAmount: o.IntegrationAmount.StringFixed(2),
-		CreateTime: now, ModifyTime: now,
+		StockReservation: o.StockReservation, CreateTime: now, ModifyTime: now,
 	}
 	if err := s.db.WithContext(ctx).Create(&rec).Error; err != nil {
 		return 0, mapErr(err)

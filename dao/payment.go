@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -59,4 +60,44 @@ func (s *Store) PaymentsByOrder(ctx context.Context, orderID int64) ([]model.Pay
 	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
 		Where("order_id = ?", orderID).Order("create_time, trade_no").Find(&ps).Error
 	return ps, mapErr(err)
+}
+
+// TradeLookup reads, in one round trip and without locking, what a
+// notification for (provider, tradeNo, outTradeNo) needs before its
+// transaction: the payment already recorded under the trade, if any, and
+// the payment attempt named by out_trade_no, if any. Both are nil when
+// absent. Rows are never deleted, so what it finds stays found.
+func (s *Store) TradeLookup(ctx context.Context, provider model.Provider, tradeNo, outTradeNo string) (*model.Payment, *model.PayAttempt, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`
+SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no
+  FROM oms_order_payment WHERE provider = ? AND trade_no = ?
+UNION ALL
+SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
+  FROM oms_pay_attempt WHERE out_trade_no = ?`, provider, tradeNo, outTradeNo).Rows()
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	defer rows.Close()
+	var pay *model.Payment
+	var attempt *model.PayAttempt
+	for rows.Next() {
+		var (
+			src, out, state, reason, notifyID string
+			orderID, attemptID                int64
+			attemptNo                         int
+			amount                            decimal.Decimal
+			paidAt                            *time.Time
+		)
+		if err := rows.Scan(&src, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo); err != nil {
+			return nil, nil, mapErr(err)
+		}
+		if src == "p" {
+			pay = &model.Payment{Provider: provider, TradeNo: tradeNo, OrderID: orderID, OutTradeNo: out, Amount: amount,
+				State: model.PaymentState(state), Reason: model.RefundReason(reason), NotifyID: notifyID, PaidAt: paidAt}
+		} else {
+			attempt = &model.PayAttempt{ID: attemptID, OrderID: orderID, AttemptNo: attemptNo, OutTradeNo: out,
+				Amount: amount, State: model.AttemptState(state)}
+		}
+	}
+	return pay, attempt, mapErr(rows.Err())
 }

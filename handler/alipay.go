@@ -66,7 +66,7 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	log := logger(c).With("notify_id", n.NotifyID, "trade_status", n.TradeStatus)
+	logAlso(c, "notify_id", n.NotifyID, "trade_status", n.TradeStatus)
 	if n.IsRefund() {
 		// Money going back is never a payment. The refund worker confirms
 		// it by query; the notice only hurries it.
@@ -75,20 +75,20 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 				return "", err
 			}
 		}
-		log.Info("refund notification", "out_biz_no", n.OutBizNo, "refund_fee", n.RefundFee)
+		logAlso(c, "outcome", "refund_notice", "out_biz_no", n.OutBizNo, "refund_fee", n.RefundFee)
 		return "refund_notice", nil
 	}
 	if !n.TradeStatus.Paid() {
 		// WAIT_BUYER_PAY, TRADE_CLOSED: no money moved. Closes and refunds
 		// are confirmed by query, never taken from a notification alone.
-		log.Info("notification ignored")
+		logAlso(c, "outcome", "ignored")
 		return "ignored", nil
 	}
 	pay, outcome, err := a.payments.Observe(ctx, n)
 	if err != nil {
 		return "", err
 	}
-	log.Info("payment observed", "outcome", outcome, "out_trade_no", n.OutTradeNo,
+	logAlso(c, "outcome", outcome, "out_trade_no", n.OutTradeNo,
 		"trade_no", n.TradeNo, "amount", n.TotalAmount.StringFixed(2), "state", pay.State, "reason", pay.Reason)
 	return string(outcome), nil
 }

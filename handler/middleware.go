@@ -14,6 +14,7 @@ import (
 const (
 	requestIDHeader = "X-Request-Id"
 	loggerKey       = "paynotify.logger"
+	logAttrsKey     = "paynotify.logattrs"
 )
 
 // validRequestID accepts a caller's id only if it is short and printable,
@@ -36,9 +37,22 @@ func requestID(base *slog.Logger) gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		// The path only: a query string is the caller's, not ours to log.
-		log.Info("http", "method", c.Request.Method, "path", c.Request.URL.Path,
-			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds())
+		attrs := []any{"method", c.Request.Method, "path", c.Request.URL.Path,
+			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds()}
+		if extra, ok := c.Get(logAttrsKey); ok {
+			attrs = append(attrs, extra.([]any)...)
+		}
+		log.Info("http", attrs...)
 	}
+}
+
+// logAlso adds attributes to the request's one access-log line, so a
+// handler's outcome costs no line of its own.
+func logAlso(c *gin.Context, attrs ...any) {
+	if prev, ok := c.Get(logAttrsKey); ok {
+		attrs = append(prev.([]any), attrs...)
+	}
+	c.Set(logAttrsKey, attrs)
 }
 
 // logger is the request's logger, carrying its id.

@@ -44,8 +44,11 @@ type Order struct {
 	CouponAmount      decimal.Decimal
 	Integration       int
 	IntegrationAmount decimal.Decimal
-	CreateTime        time.Time
-	ModifyTime        time.Time
+	// StockReservation is the stock the order holds reserved (see
+	// FormatReservation); empty for orders placed elsewhere.
+	StockReservation string
+	CreateTime       time.Time
+	ModifyTime       time.Time
 }
 
 // OrderItem is a row of oms_order_item: one SKU of an order, at the price

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -161,3 +163,37 @@ const (
 	CouponUnused = 0
 	CouponUsed   = 1
 )
+
+// FormatReservation writes the stock an order reserves as
+// "sku:qty,sku:qty", in the order given (ascending SKU id).
+func FormatReservation(items []OrderItem) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(it.SKUID, 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(it.Quantity))
+	}
+	return b.String()
+}
+
+// ParseReservation reads what FormatReservation wrote.
+func ParseReservation(s string) ([]ItemRequest, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]ItemRequest, len(parts))
+	for i, p := range parts {
+		sku, qty, ok := strings.Cut(p, ":")
+		id, err1 := strconv.ParseInt(sku, 10, 64)
+		n, err2 := strconv.Atoi(qty)
+		if !ok || err1 != nil || err2 != nil || id <= 0 || n <= 0 {
+			return nil, fmt.Errorf("stock reservation %q: malformed", s)
+		}
+		out[i] = ItemRequest{SKUID: id, Quantity: n}
+	}
+	return out, nil
+}

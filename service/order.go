@@ -138,7 +138,8 @@ func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key s
 		OrderSN: newOrderSN(o.now()), MemberID: memberID, PayAmount: price.Pay, Status: model.OrderAwaitingPayment,
 		TotalAmount: price.Total, CouponID: couponID, CouponAmount: price.CouponAmount,
 		Integration: price.Integration, IntegrationAmount: price.IntegrationAmount,
-		CreateTime: o.now().UTC().Truncate(time.Millisecond),
+		StockReservation: model.FormatReservation(items),
+		CreateTime:       o.now().UTC().Truncate(time.Millisecond),
 	}
 	if order.ID, err = tx.InsertOrder(ctx, order); err != nil {
 		return Placed{}, err
@@ -322,7 +323,7 @@ func closeLocked(ctx context.Context, tx *dao.Store, order model.Order, reason s
 	if err := tx.InsertEvents(ctx, ev); err != nil {
 		return err
 	}
-	if err := tx.ReleaseReservation(ctx, order.ID); err != nil {
+	if err := tx.ReleaseReservation(ctx, order); err != nil {
 		return err
 	}
 	if order.CouponID != nil {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,23 +39,18 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 	}
 	// Fast path: Alipay resends until it hears "success", and a trade
 	// reaches TRADE_FINISHED after TRADE_SUCCESS. Rows are never deleted,
-	// so a committed row answers those without the order lock.
-	existing, err := p.store.Payment(ctx, model.ProviderAlipay, n.TradeNo)
-	switch {
-	case err == nil:
-		return duplicate(existing, n)
-	case !errors.Is(err, model.ErrPaymentNotFound):
+	// so a committed row answers those without the order lock. The same
+	// read finds the attempt out_trade_no names (attempt 1's is the
+	// order_sn; later ones are not order numbers at all); without one,
+	// out_trade_no is the order_sn itself.
+	existing, attempt, err := p.store.TradeLookup(ctx, model.ProviderAlipay, n.TradeNo, n.OutTradeNo)
+	if err != nil {
 		return model.Payment{}, "", err
 	}
-
-	// out_trade_no names a payment attempt (attempt 1's is the order_sn;
-	// later ones are not order numbers at all), or, for orders paid
-	// without one, the order itself.
-	attempt, err := p.store.AttemptByOutTradeNo(ctx, n.OutTradeNo)
-	hasAttempt := err == nil
-	if err != nil && !errors.Is(err, model.ErrAttemptNotFound) {
-		return model.Payment{}, "", err
+	if existing != nil {
+		return duplicate(*existing, n)
 	}
+	hasAttempt := attempt != nil
 
 	var (
 		pay     model.Payment
@@ -109,7 +103,7 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 		}
 		// Only the 0→1 compare-and-set gets here: the reservation is sold
 		// and the payment announced exactly once.
-		if err := tx.SellReservation(ctx, order.ID); err != nil {
+		if err := tx.SellReservation(ctx, order); err != nil {
 			return err
 		}
 		ev, err := paymentEvent(model.EventOrderPaid, pay, order.OrderSN, p.now())

@@ -68,11 +68,15 @@ ALTER TABLE oms_order
     ADD COLUMN coupon_amount      DECIMAL(18,2) NOT NULL DEFAULT 0,
     ADD COLUMN integration        INT           NOT NULL DEFAULT 0,
     ADD COLUMN integration_amount DECIMAL(18,2) NOT NULL DEFAULT 0,
+    -- The stock this order holds reserved, "sku:qty,sku:qty" in ascending
+    -- sku: what paying sells and closing releases, without reading the lines.
+    ADD COLUMN stock_reservation  VARCHAR(2000) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
     ADD KEY idx_oms_order_status_create_time (status, create_time);
 
 -- +goose Down
 ALTER TABLE oms_order
     DROP KEY idx_oms_order_status_create_time,
+    DROP COLUMN stock_reservation,
     DROP COLUMN integration_amount,
     DROP COLUMN integration,
     DROP COLUMN coupon_amount,

@@ -60,10 +60,12 @@ ALTER TABLE oms_order ADD COLUMN coupon_id          INTEGER NULL;
 ALTER TABLE oms_order ADD COLUMN coupon_amount      TEXT    NOT NULL DEFAULT '0.00';
 ALTER TABLE oms_order ADD COLUMN integration        INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE oms_order ADD COLUMN integration_amount TEXT    NOT NULL DEFAULT '0.00';
+ALTER TABLE oms_order ADD COLUMN stock_reservation  TEXT    NOT NULL DEFAULT '';
 CREATE INDEX idx_oms_order_status_create_time ON oms_order (status, create_time);
 
 -- +goose Down
 DROP INDEX idx_oms_order_status_create_time;
+ALTER TABLE oms_order DROP COLUMN stock_reservation;
 ALTER TABLE oms_order DROP COLUMN integration_amount;
 ALTER TABLE oms_order DROP COLUMN integration;
 ALTER TABLE oms_order DROP COLUMN coupon_amount;
