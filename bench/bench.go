@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// maxOtherCores is how much CPU other work may use before a cell starts.
+const maxOtherCores = 0.15
+
+// Workloads, one per row of the table.
+const (
+	kindNaive     = "baseline naive"
+	kindTuned     = "baseline tuned"
+	kindFirst     = "service first notice"
+	kindDuplicate = "service duplicate"
+)
+
+// bench holds what a run set up, so teardown can undo it.
+type bench struct {
+	opt      options
+	log      io.Writer
+	server   *mysql.Config
+	admin    *sql.DB
+	tmp      string
+	root     string
+	commit   string // the revision built, if -rev
+	bin      string
+	profBin  string // bin plus the profiling hook, if -profile
+	keys     keys
+	dbNames  []string
+	svcDB    string
+	baseDB   string
+	keepLogs bool
+}
+
+// setup checks the server, creates the databases, builds the binary,
+// generates the keys and applies the schema.
+func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
+	server, err := mysql.ParseDSN(opt.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("-dsn: %w", err)
+	}
+	if server.DBName != "" {
+		return nil, fmt.Errorf("-dsn names database %q: give the server only; the tool creates its own databases", server.DBName)
+	}
+	b := &bench{opt: opt, log: log, server: server}
+	ok := false
+	defer func() {
+		if !ok {
+			b.teardown()
+		}
+	}()
+	if b.admin, err = sql.Open("mysql", opt.dsn); err != nil {
+		return nil, err
+	}
+	if err := b.admin.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("MariaDB at -dsn: %w", err)
+	}
+	root := opt.root
+	if root == "" {
+		if root, err = moduleRoot(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "paynotify-bench-"); err != nil {
+		return nil, err
+	}
+	if opt.rev != "" {
+		src := filepath.Join(b.tmp, "src")
+		if b.commit, err = exportRevision(ctx, root, opt.rev, src); err != nil {
+			return nil, err
+		}
+		root = src
+	}
+	b.root = root
+	b.progress("building %s", root)
+	if b.bin, err = buildBinary(ctx, root, b.tmp); err != nil {
+		return nil, err
+	}
+	if opt.profile != "" {
+		// Built now, from the same tree as bin: others may be editing it.
+		if b.profBin, err = buildProfiled(ctx, root, b.tmp); err != nil {
+			return nil, err
+		}
+	}
+	b.progress("generating RSA-2048 keys")
+	if b.keys, err = newKeys(); err != nil {
+		return nil, err
+	}
+
+	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().Unix()%100000)
+	b.svcDB, b.baseDB = "paynotify_bench_svc_"+suffix, "paynotify_bench_base_"+suffix
+	for _, name := range []string{b.svcDB, b.baseDB} {
+		if err := createDatabase(ctx, b.admin, name); err != nil {
+			return nil, fmt.Errorf("create database %s: %w", name, err)
+		}
+		b.dbNames = append(b.dbNames, name)
+	}
+	// Both databases get the schema of the binary under test: `paynotify
+	// migrate` is migrations.Up of the revision built.
+	for _, name := range []string{b.svcDB, b.baseDB} {
+		b.progress("paynotify migrate (%s)", name)
+		env := append(b.serviceEnv("127.0.0.1:0"), "DB_DSN="+dsnFor(server, name, nil))
+		if err := migrateDB(ctx, b.bin, env); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return b, nil
+}
+
+func (b *bench) serviceEnv(addr string) []string {
+	// Later entries win: -env can override the defaults.
+	return append(serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys), b.opt.extraEnv...)
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
+}
+
+// teardown drops the databases and removes the temporary directory, unless
+// asked to keep them (or a failed run needs its service log).
+func (b *bench) teardown() {
+	if b.opt.keep || b.keepLogs {
+		b.progress("kept %s and databases %v", b.tmp, b.dbNames)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, name := range b.dbNames {
+			if err := dropDatabase(ctx, b.admin, name); err != nil {
+				b.progress("drop %s: %v", name, err)
+			}
+		}
+		if b.tmp != "" {
+			os.RemoveAll(b.tmp)
+		}
+	}
+	if b.admin != nil {
+		b.admin.Close()
+	}
+}
+
+// cell is one measured row of the table.
+type cell struct {
+	level int
+	kind  string
+	res   result
+	// stmts and prepares per request, from the server's global counters.
+	stmts, prepares float64
+	cpu             cpuUse
+	attempts        int // 1, or more if other work disturbed earlier runs
+}
+
+// measure runs every cell, level by level: at each level the two
+// baselines, the service's first notices, then the duplicate storm. A cell
+// during which other work on the machine used maxOtherCores or more is run
+// again, on fresh orders, up to -retries times.
+func (b *bench) measure(ctx context.Context) (*report, error) {
+	svcDB, err := sql.Open("mysql", dsnFor(b.server, b.svcDB, nil))
+	if err != nil {
+		return nil, err
+	}
+	defer svcDB.Close()
+	naive, err := openBaseline(ctx, dsnFor(b.server, b.baseDB, nil), b.opt.pool)
+	if err != nil {
+		return nil, err
+	}
+	defer naive.Close()
+	tuned, err := openBaseline(ctx, dsnFor(b.server, b.baseDB, func(c *mysql.Config) { c.InterpolateParams = true }), b.opt.pool)
+	if err != nil {
+		return nil, err
+	}
+	defer tuned.Close()
+
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	b.progress("starting paynotify serve on %s", addr)
+	svc, err := startProcess(ctx, b.bin, []string{"serve"}, b.serviceEnv(addr), addr, filepath.Join(b.tmp, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer svc.stop()
+	meter := newCPUMeter()
+	meter.watch("service", svc.cmd.Process.Pid)
+
+	rep := &report{opt: b.opt}
+	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
+		return nil, err
+	}
+	if b.commit != "" {
+		rep.env.commit = b.commit + " (-rev " + b.opt.rev + ")"
+	}
+	w, per := b.opt.warmup, b.opt.warmup+b.opt.n
+	sent := 0 // distinct notices the service received
+	for _, c := range b.opt.levels {
+		var bodies [][]byte // the first notices the storm resends
+		for _, kind := range []string{kindNaive, kindTuned, kindFirst, kindDuplicate} {
+			for attempt := 0; ; attempt++ {
+				// Fresh orders for every attempt: a first notice, or a
+				// baseline transaction, pays an order once.
+				prefix := fmt.Sprintf("%02d%c", c, 'a'+attempt)
+				var warm, meas func() (op, func(), error)
+				switch kind {
+				case kindNaive, kindTuned:
+					db, letter := naive, "N"
+					if kind == kindTuned {
+						db, letter = tuned, "T"
+					}
+					orders := makeOrders(letter+prefix, per)
+					if err := seedOrders(ctx, db, orders); err != nil {
+						return nil, err
+					}
+					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
+				case kindFirst:
+					orders := makeOrders("S"+prefix, per)
+					if err := seedOrders(ctx, svcDB, orders); err != nil {
+						return nil, err
+					}
+					if bodies, err = b.sign(ctx, orders); err != nil {
+						return nil, err
+					}
+					sent += per
+					warm, meas = notifyOps(addr, bodies, seq(0, w)), notifyOps(addr, bodies, seq(w, per))
+				case kindDuplicate:
+					// The storm resends what the first notices applied, in
+					// another order: Alipay resends on its own schedule.
+					seed := 100*c + attempt
+					warm = notifyOps(addr, bodies, shuffled(seq(0, w), seed))
+					meas = notifyOps(addr, bodies, shuffled(seq(w, per), seed+50))
+				}
+				cel, err := b.runCell(ctx, meter, rep, c, kind, warm, meas)
+				if err != nil {
+					return nil, err
+				}
+				cel.attempts = attempt + 1
+				if o := cel.cpu.otherCores(); o >= maxOtherCores && attempt < b.opt.retries {
+					b.progress("c=%d %s: other work used %.2f cores during the cell: measuring again", c, kind, o)
+					continue
+				}
+				rep.cells = append(rep.cells, cel)
+				break
+			}
+		}
+	}
+	if rep.peakRSS, err = svc.peakRSS(); err != nil {
+		return nil, err
+	}
+	if err := svc.stop(); err != nil {
+		b.progress("service stop: %v", err)
+	}
+	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// runCell waits for the machine to be quiet, warms up, then measures.
+func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int, kind string, warm, meas func() (op, func(), error)) (cell, error) {
+	if b.opt.settle > 0 {
+		other, waited := meter.waitQuiet(b.opt.settle, maxOtherCores, func() bool { return ctx.Err() != nil })
+		if other >= maxOtherCores {
+			b.progress("c=%d %s: other work still uses %.2f cores after %v; measuring anyway", c, kind, other, waited.Round(time.Second))
+		}
+	}
+	if b.opt.warmup > 0 {
+		wr, err := drive(ctx, c, b.opt.warmup, warm)
+		if err != nil {
+			return cell{}, err
+		}
+		if wr.fails > 0 {
+			b.progress("c=%d %s: warm-up: %d failures, first: %s", c, kind, wr.fails, wr.firstErr)
+			rep.warmupFails += wr.fails
+		}
+	}
+	q0, p0, err := serverCounters(ctx, b.admin)
+	if err != nil {
+		return cell{}, err
+	}
+	s0 := meter.snap()
+	res, err := drive(ctx, c, b.opt.n, meas)
+	if err != nil {
+		return cell{}, err
+	}
+	s1 := meter.snap()
+	q1, p1, err := serverCounters(ctx, b.admin)
+	if err != nil {
+		return cell{}, err
+	}
+	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1)}
+	// The second SHOW STATUS is itself one question.
+	cel.stmts = float64(q1-q0-1) / float64(res.n)
+	cel.prepares = float64(p1-p0) / float64(res.n)
+	perReq := func(sec float64) float64 { return sec * 1e6 / float64(res.n) }
+	b.progress("c=%-3d %-22s %7.0f/s  p50 %6.2f ms  p99 %6.2f ms  fails %d  stmts/req %.1f  CPU µs/req svc %.0f db %.0f tool %.0f  other %.2f cores",
+		c, kind, res.throughput(), ms(res.quantile(.50)), ms(res.quantile(.99)), res.fails, cel.stmts,
+		perReq(cel.cpu.service), perReq(cel.cpu.mariadb), perReq(cel.cpu.tool), cel.cpu.otherCores())
+	if res.fails > 0 {
+		b.progress("  first failure: %s", res.firstErr)
+	}
+	return cel, nil
+}
+
+// sign signs a first notice for every order.
+func (b *bench) sign(ctx context.Context, orders []order) ([][]byte, error) {
+	t0 := time.Now()
+	bodies, err := signBodies(ctx, b.keys.alipayPrivate, orders)
+	if err != nil {
+		return nil, err
+	}
+	b.progress("signed %d notifications with alipay.SignForm in %v", len(bodies), time.Since(t0).Round(time.Millisecond))
+	return bodies, nil
+}
+
+// seq is [from, to).
+func seq(from, to int) []int {
+	s := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// shuffled permutes s deterministically.
+func shuffled(s []int, seed int) []int {
+	r := rand.New(rand.NewPCG(uint64(seed), 42))
+	r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,143 @@
+// Command bench is paynotify's load tool. It builds the real binary, runs
+// it against a fresh MariaDB database, and drives POST /alipay/notify with
+// distinct, pre-signed Alipay notifications (first notices) and then with
+// the same notifications again (a duplicate storm). In the same run and at
+// the same concurrency levels it runs two baselines in plain database/sql
+// that do what the seed design does per notification, with no HTTP, no
+// signature and no ORM: a naive port (server-side prepared statements, two
+// round trips per statement) and a tuned one (interpolateParams=true).
+//
+//	go run ./bench [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile bench/out]
+//
+// It prints a markdown report on standard output and progress on standard
+// error. See BENCHMARKS.md for what it measured and how to read it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the tool's flags.
+type options struct {
+	dsn      string
+	n        int
+	warmup   int
+	levels   []int
+	pool     int
+	profile  string
+	profileN int
+	keep     bool
+	root     string
+	rev      string
+	settle   time.Duration
+	retries  int
+	args     []string // as given, for the report
+	extraEnv envFlags
+}
+
+// envFlags collects repeated -env K=V.
+type envFlags []string
+
+func (e *envFlags) String() string { return strings.Join(*e, " ") }
+func (e *envFlags) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("%q: want K=V", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{args: args}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dsn, "dsn", "root@tcp(127.0.0.1:3306)/", "MariaDB server (go-sql-driver DSN, no database: the tool creates and drops its own)")
+	fs.IntVar(&o.n, "n", 5000, "measured requests (or transactions) per cell")
+	fs.IntVar(&o.warmup, "warmup", 500, "unmeasured requests before each cell")
+	levels := fs.String("c", "8,32,64", "concurrency levels, comma-separated")
+	fs.IntVar(&o.pool, "pool", 32, "database connections: DB_MAX_OPEN_CONNS of the service and the pool size of both baselines")
+	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof and allocs.pprof to this directory")
+	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the temporary directory (binary, service log)")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
+	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
+	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
+	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
+	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, s := range strings.Split(*levels, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || c < 1 || c > 1024 {
+			return o, fmt.Errorf("-c: %q is not a concurrency between 1 and 1024", s)
+		}
+		o.levels = append(o.levels, c)
+	}
+	if o.n < 1 || o.profileN < 1 || o.warmup < 0 || o.pool < 1 || o.retries < 0 || o.retries > 20 {
+		return o, errors.New("-n, -profile-n and -pool must be positive, -warmup not negative, -retries 0 to 20")
+	}
+	return o, nil
+}
+
+// run is the whole tool: set up, measure every cell, report, tear down.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opt, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := setup(ctx, opt, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.teardown()
+
+	rep, err := b.measure(ctx)
+	if err != nil {
+		return err
+	}
+	if opt.profile != "" {
+		if rep.profile, err = b.profile(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			rep.profileErr = err.Error()
+			b.progress("profile: %v", err)
+		}
+	}
+	rep.write(stdout)
+	if !rep.valid() {
+		b.keepLogs = true
+		return errors.New("invalid run: some requests failed (see the table and the service log)")
+	}
+	if rep.profileErr != "" {
+		b.keepLogs = true
+		return errors.New("profiling failed")
+	}
+	return nil
+}

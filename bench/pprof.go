@@ -1,0 +1,352 @@
+package main
+
+import (
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// cpuProfile is the part of a pprof CPU profile the report reads: every
+// sample's CPU time and its stack, innermost frame first, inlined frames
+// expanded. It is decoded here with the standard library alone (the
+// format is a gzipped protobuf, github.com/google/pprof/proto/profile.proto)
+// so the tool adds no dependency to the module.
+type cpuProfile struct {
+	samples []stackSample
+	total   int64 // nanoseconds
+}
+
+type stackSample struct {
+	ns     int64
+	frames []string
+}
+
+func readCPUProfile(path string) (*cpuProfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	return decodeProfile(raw)
+}
+
+// protoFields calls fn for every field of one protobuf message.
+func protoFields(b []byte, fn func(num int, wire int, v uint64, data []byte) error) error {
+	for len(b) > 0 {
+		key, n := binary.Uvarint(b)
+		if n <= 0 {
+			return errors.New("pprof: bad field key")
+		}
+		b = b[n:]
+		num, wire := int(key>>3), int(key&7)
+		switch wire {
+		case 0:
+			v, n := binary.Uvarint(b)
+			if n <= 0 {
+				return errors.New("pprof: bad varint")
+			}
+			b = b[n:]
+			if err := fn(num, wire, v, nil); err != nil {
+				return err
+			}
+		case 1:
+			if len(b) < 8 {
+				return errors.New("pprof: short fixed64")
+			}
+			b = b[8:]
+		case 2:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || uint64(len(b)-n) < l {
+				return errors.New("pprof: bad length")
+			}
+			if err := fn(num, wire, 0, b[n:n+int(l)]); err != nil {
+				return err
+			}
+			b = b[n+int(l):]
+		case 5:
+			if len(b) < 4 {
+				return errors.New("pprof: short fixed32")
+			}
+			b = b[4:]
+		default:
+			return fmt.Errorf("pprof: wire type %d", wire)
+		}
+	}
+	return nil
+}
+
+// varints reads a repeated integer field, packed or not.
+func varints(wire int, v uint64, data []byte, dst []uint64) []uint64 {
+	if wire == 0 {
+		return append(dst, v)
+	}
+	for len(data) > 0 {
+		x, n := binary.Uvarint(data)
+		if n <= 0 {
+			break
+		}
+		dst = append(dst, x)
+		data = data[n:]
+	}
+	return dst
+}
+
+func decodeProfile(raw []byte) (*cpuProfile, error) {
+	type rawSample struct{ locs, vals []uint64 }
+	var (
+		samples  []rawSample
+		strs     []string
+		funcName = map[uint64]int64{}    // function id → string index
+		locFuncs = map[uint64][]uint64{} // location id → function ids, innermost first
+	)
+	err := protoFields(raw, func(num, wire int, v uint64, data []byte) error {
+		switch num {
+		case 2: // sample
+			var s rawSample
+			if err := protoFields(data, func(num, wire int, v uint64, d []byte) error {
+				switch num {
+				case 1:
+					s.locs = varints(wire, v, d, s.locs)
+				case 2:
+					s.vals = varints(wire, v, d, s.vals)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			samples = append(samples, s)
+		case 4: // location
+			var id uint64
+			var fns []uint64
+			if err := protoFields(data, func(num, wire int, v uint64, d []byte) error {
+				switch num {
+				case 1:
+					id = v
+				case 4: // line
+					return protoFields(d, func(num, wire int, v uint64, _ []byte) error {
+						if num == 1 {
+							fns = append(fns, v)
+						}
+						return nil
+					})
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			locFuncs[id] = fns
+		case 5: // function
+			var id uint64
+			var name int64
+			if err := protoFields(data, func(num, wire int, v uint64, _ []byte) error {
+				switch num {
+				case 1:
+					id = v
+				case 2:
+					name = int64(v)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			funcName[id] = name
+		case 6: // string_table
+			strs = append(strs, string(data))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &cpuProfile{}
+	for _, s := range samples {
+		if len(s.vals) == 0 {
+			continue
+		}
+		// CPU profiles carry [samples/count, cpu/nanoseconds].
+		ns := int64(s.vals[len(s.vals)-1])
+		var frames []string
+		for _, loc := range s.locs {
+			for _, fn := range locFuncs[loc] {
+				if i := funcName[fn]; i >= 0 && int(i) < len(strs) {
+					frames = append(frames, strs[i])
+				}
+			}
+		}
+		p.samples = append(p.samples, stackSample{ns: ns, frames: frames})
+		p.total += ns
+	}
+	return p, nil
+}
+
+// layer is a part of the service a CPU sample can be charged to.
+type layer struct {
+	name     string
+	prefixes []string
+}
+
+// layers, matched against a sample's frames from the innermost outwards:
+// the first frame that belongs to a layer gets the sample. Generic
+// packages (fmt, strconv, reflect, sync, bufio, internal/poll, runtime,
+// syscall…) belong to none, so their time goes to whoever called them:
+// allocation in GORM is GORM's, a write(2) from the MySQL driver is socket
+// I/O.
+var layers = []layer{
+	{"request ids (crypto/rand)", []string{"crypto/rand.", "crypto/internal/sysrand.", "crypto/internal/fips140/drbg."}},
+	{"RSA2 verification (crypto/*)", []string{"crypto/"}},
+	{"socket I/O (net → syscalls)", []string{"net."}},
+	{"service log writes (os.File → write(2))", []string{"os.(*File)."}},
+	{"MySQL driver (go-sql-driver/mysql)", []string{"github.com/go-sql-driver/mysql"}},
+	{"database/sql pool", []string{"database/sql."}},
+	{"GORM (statement building, reflection, scanning)", []string{"gorm.io/"}},
+	{"logging (log/slog)", []string{"log/slog."}},
+	{"encoding/json (outbox payloads, log values)", []string{"encoding/json."}},
+	{"Prometheus metrics", []string{"github.com/prometheus/"}},
+	{"regexp (request id, notification fields)", []string{"regexp."}},
+	{"form decoding (net/url)", []string{"net/url."}},
+	{"decimal (shopspring)", []string{"github.com/shopspring/decimal"}},
+	{"gin (router, context, middleware)", []string{"github.com/gin-gonic/"}},
+	{"net/http server (request parsing, response)", []string{"net/http.", "net/textproto.", "mime."}},
+	{"Alipay SDK (smartwalle: sign content, encoding)", []string{"github.com/smartwalle/"}},
+	{"paynotify code", []string{"paynotify/"}},
+}
+
+// runtime-only samples: charged by what the goroutine was doing.
+const (
+	layerGC        = "GC (background mark workers)"
+	layerScheduler = "Go scheduler, netpoll, idle spin"
+	layerOther     = "other"
+)
+
+// share is one line of a breakdown.
+type share struct {
+	name    string
+	ns      int64
+	inAlloc int64 // of which under runtime.mallocgc or a GC assist
+	inSys   int64 // of which in a system call
+}
+
+// breakdown charges every sample to one layer.
+func (p *cpuProfile) breakdown() []share {
+	byName := map[string]*share{}
+	get := func(name string) *share {
+		s := byName[name]
+		if s == nil {
+			s = &share{name: name}
+			byName[name] = s
+		}
+		return s
+	}
+	for _, s := range p.samples {
+		name := ""
+	frames:
+		for _, f := range s.frames {
+			for _, l := range layers {
+				for _, pre := range l.prefixes {
+					if strings.HasPrefix(f, pre) {
+						name = l.name
+						break frames
+					}
+				}
+			}
+		}
+		if name == "" {
+			switch {
+			case hasFrame(s.frames, "runtime.gcBgMarkWorker"):
+				name = layerGC
+			case hasFrame(s.frames, "runtime.mcall", "runtime.schedule", "runtime.findRunnable", "runtime.netpoll", "runtime.mstart"):
+				name = layerScheduler
+			default:
+				name = layerOther
+			}
+		}
+		sh := get(name)
+		sh.ns += s.ns
+		if hasFrame(s.frames, "runtime.mallocgc", "runtime.gcAssistAlloc") {
+			sh.inAlloc += s.ns
+		}
+		if hasPrefix(s.frames, "syscall.", "internal/runtime/syscall.") {
+			sh.inSys += s.ns
+		}
+	}
+	out := make([]share, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b share) int { return int(b.ns - a.ns) })
+	return out
+}
+
+// cumulative is the share of samples with a frame starting with any of
+// prefixes on the stack.
+func (p *cpuProfile) cumulative(prefixes ...string) int64 {
+	var ns int64
+	for _, s := range p.samples {
+		if hasPrefix(s.frames, prefixes...) {
+			ns += s.ns
+		}
+	}
+	return ns
+}
+
+// flat is the top functions by time spent in them (innermost frame).
+func (p *cpuProfile) flat(top int) []share {
+	by := map[string]int64{}
+	for _, s := range p.samples {
+		if len(s.frames) > 0 {
+			by[s.frames[0]] += s.ns
+		}
+	}
+	out := make([]share, 0, len(by))
+	for name, ns := range by {
+		out = append(out, share{name: name, ns: ns})
+	}
+	slices.SortFunc(out, func(a, b share) int {
+		if a.ns != b.ns {
+			return int(b.ns - a.ns)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out[:min(top, len(out))]
+}
+
+func hasFrame(frames []string, names ...string) bool {
+	for _, f := range frames {
+		if slices.Contains(names, f) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefix(frames []string, prefixes ...string) bool {
+	for _, f := range frames {
+		for _, p := range prefixes {
+			if strings.HasPrefix(f, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pct formats part of total as a percentage.
+func pct(part, total int64) string {
+	if total == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(total))
+}

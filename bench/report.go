@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Targets from the issue.
+const (
+	targetDupSpeedup = 3.0
+	targetP99Level   = 32
+	targetP99        = 50 * time.Millisecond
+	targetPeakRSS    = 128 << 20
+)
+
+// envInfo is what the numbers were measured on.
+type envInfo struct {
+	when      time.Time
+	goVersion string
+	binGo     string
+	cpu       string
+	cores     int
+	kernel    string
+	mariadb   string
+	flushLog  string
+	commit    string // git HEAD, "+dirty" if the working tree differs
+}
+
+func environment(ctx context.Context, admin *sql.DB, bin, root string) (envInfo, error) {
+	e := envInfo{when: time.Now().UTC(), goVersion: runtime.Version(), cores: runtime.NumCPU(), cpu: "unknown", commit: "unknown"}
+	if out, err := gitOutput(ctx, root, "rev-parse", "--short", "HEAD"); err == nil {
+		e.commit = out
+		if st, err := gitOutput(ctx, root, "status", "--porcelain", "--untracked-files=no"); err == nil && st != "" {
+			e.commit += "+dirty"
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "go", "version", bin).Output(); err == nil {
+		// "<path>: go1.x.y"
+		_, v, _ := strings.Cut(strings.TrimSpace(string(out)), ": ")
+		e.binGo = v
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				e.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.kernel = strings.TrimSpace(string(b))
+	}
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_flush_log_at_trx_commit").Scan(&e.mariadb, &e.flushLog); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// report is everything one run found.
+type report struct {
+	opt         options
+	env         envInfo
+	cells       []cell
+	warmupFails int64
+	peakRSS     int64
+	invariant   string // empty if the database holds what was sent
+	profile     *profileResult
+	profileErr  string
+}
+
+func (r *report) valid() bool {
+	if r.warmupFails > 0 || r.invariant != "" {
+		return false
+	}
+	for _, c := range r.cells {
+		if c.res.fails > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *report) find(level int, kind string) (cell, bool) {
+	for _, c := range r.cells {
+		if c.level == level && c.kind == kind {
+			return c, true
+		}
+	}
+	return cell{}, false
+}
+
+// write prints the report as markdown.
+func (r *report) write(w io.Writer) {
+	e := r.env
+	fmt.Fprintf(w, "## paynotify load benchmark, %s\n\n", e.when.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "- command: `%s` (effective: -n %d -warmup %d -c %s -pool %d), paynotify at %s\n",
+		strings.Join(append([]string{"go run ./bench"}, r.opt.args...), " "), r.opt.n, r.opt.warmup, joinInts(r.opt.levels), r.opt.pool, e.commit)
+	fmt.Fprintf(w, "- CPU: %s, %d cores (load tool, service and MariaDB share them)\n", e.cpu, e.cores)
+	fmt.Fprintf(w, "- Go: %s (tool), %s (paynotify binary)\n", e.goVersion, e.binGo)
+	fmt.Fprintf(w, "- MariaDB %s, innodb_flush_log_at_trx_commit=%s; kernel %s\n", e.mariadb, e.flushLog, e.kernel)
+	fmt.Fprintf(w, "- pool: %d connections for the service (DB_MAX_OPEN_CONNS) and for each baseline\n", r.opt.pool)
+	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n\n", r.opt.n, r.opt.warmup)
+
+	fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, c := range r.cells {
+		vs := "—"
+		if t, ok := r.find(c.level, kindTuned); ok {
+			vs = fmt.Sprintf("%.2f×", c.res.throughput()/t.res.throughput())
+		}
+		kind := c.kind
+		if o := c.cpu.otherCores(); o >= maxOtherCores {
+			kind += fmt.Sprintf(" (disturbed: other work used %.2f cores)", o)
+		}
+		fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.2f | %.1f | %s | %d |\n",
+			c.level, kind, c.res.throughput(), ms(c.res.quantile(.50)), ms(c.res.quantile(.99)),
+			ms(c.res.quantile(1)), vs, c.res.fails)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Where each cell's CPU went, per request (from /proc; \"tool\" is the load generator for service rows and the whole")
+	fmt.Fprintln(w, "database/sql client for baseline rows), the statements MariaDB executed per request (global `Questions`) and")
+	fmt.Fprintln(w, "server-side prepares per request (`Com_stmt_prepare`); \"other\" is CPU used by anything else on the machine")
+	fmt.Fprintln(w, "during the cell, in cores (near 0 in a clean cell: the tool waits for quiet before each cell and runs a")
+	fmt.Fprintln(w, "disturbed cell again on fresh orders, up to -retries times; \"runs\" counts those runs).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| c | workload | service µs | MariaDB µs | tool µs | total µs | other cores | runs | stmts | prepares |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range r.cells {
+		per := func(sec float64) float64 { return sec * 1e6 / float64(c.res.n) }
+		fmt.Fprintf(w, "| %d | %s | %.0f | %.0f | %.0f | %.0f | %.2f | %d | %.1f | %.1f |\n", c.level, c.kind,
+			per(c.cpu.service), per(c.cpu.mariadb), per(c.cpu.tool), per(c.cpu.busy), c.cpu.otherCores(), c.attempts, c.stmts, c.prepares)
+	}
+	fmt.Fprintf(w, "\nService peak RSS (VmHWM at the end of the run): %.1f MiB\n\n", float64(r.peakRSS)/(1<<20))
+
+	fmt.Fprintln(w, "### Targets")
+	fmt.Fprintln(w)
+	for _, lvl := range r.opt.levels {
+		first, ok1 := r.find(lvl, kindFirst)
+		tuned, ok2 := r.find(lvl, kindTuned)
+		dup, ok3 := r.find(lvl, kindDuplicate)
+		if ok1 && ok2 {
+			ratio := first.res.throughput() / tuned.res.throughput()
+			fmt.Fprintf(w, "- c=%d: service first notices at least as fast as the tuned baseline: %.0f vs %.0f req/s (%.2f×): **%s**\n",
+				lvl, first.res.throughput(), tuned.res.throughput(), ratio, verdict(ratio >= 1))
+		}
+		if ok1 && ok3 {
+			tp := dup.res.throughput() / first.res.throughput()
+			p50 := ms(first.res.quantile(.5)) / ms(dup.res.quantile(.5))
+			fmt.Fprintf(w, "- c=%d: duplicates at least %.0f× faster than first notices: throughput %.2f×, p50 %.2f×: **%s**\n",
+				lvl, targetDupSpeedup, tp, p50, verdict(tp >= targetDupSpeedup && p50 >= targetDupSpeedup))
+		}
+	}
+	for _, kind := range []string{kindFirst, kindDuplicate} {
+		if c, ok := r.find(targetP99Level, kind); ok {
+			p99 := c.res.quantile(.99)
+			fmt.Fprintf(w, "- c=%d: %s p99 under %v: %.2f ms: **%s**\n", targetP99Level, kind, targetP99, ms(p99), verdict(p99 < targetP99))
+		} else {
+			fmt.Fprintf(w, "- c=%d: %s p99 under %v: not measured in this run\n", targetP99Level, kind, targetP99)
+		}
+	}
+	fmt.Fprintf(w, "- peak RSS under %d MiB: %.1f MiB: **%s**\n", targetPeakRSS>>20, float64(r.peakRSS)/(1<<20), verdict(r.peakRSS < targetPeakRSS))
+	if r.valid() {
+		fmt.Fprintln(w, "- run valid: every answer was `success`, and the service database holds exactly one APPLIED payment per distinct notice and every order paid")
+	} else {
+		fmt.Fprintf(w, "- **RUN INVALID**: %d warm-up failures; database check: %q; failures per cell in the table\n", r.warmupFails, r.invariant)
+	}
+	if r.profile != nil {
+		r.profile.write(w)
+	}
+	if r.profileErr != "" {
+		fmt.Fprintf(w, "\n**Profiling failed**: %s\n", r.profileErr)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
+}
