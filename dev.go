@@ -178,14 +178,32 @@ func dev(ctx context.Context, env environment) error {
 		ln.Close()
 		return err
 	}
-	log.Info("try: curl --data @testdata/notify/pay_demo_1001.form " + base + "/alipay/notify")
-	log.Info("try: curl -H 'Authorization: Bearer " + cfg.AdminToken + "' " + base + "/admin/outbox?state=pending")
-	log.Info("demo member 1 (alice: 5000 points, coupon 1 worth 20.00); SKUs 1-3", "token", token)
-	log.Info(`try: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: demo-1" -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' ` + base + "/api/v1/orders")
-	log.Info(`then: curl -H "Authorization: Bearer ` + token + `" -H "Idempotency-Key: pay-1" -d '{"method":"page"}' ` + base + "/api/v1/orders/<order_sn>/pay   (open pay_url, press Pay)")
+	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
 		mounts: map[string]http.Handler{devFakePrefix: fake.Handler()}})
 }
+
+// devBanner is what dev prints for a newcomer to paste: base URL, admin
+// token, member token (plain text, not log-quoted).
+const devBanner = `
+paynotify dev is up at %[1]s
+
+  Replay a signed Alipay notification (QA files in testdata/notify/):
+    curl --data @testdata/notify/pay_demo_1001.form %[1]s/alipay/notify
+
+  Place an order as demo member 1 (alice: 5000 points, coupon 1 worth 20.00; SKUs 1-3):
+    TOKEN=%[3]s
+    curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: demo-1" \
+      -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' %[1]s/api/v1/orders
+
+  Pay it through the fake Alipay (open pay_url, press Pay):
+    curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: pay-1" -d '{"method":"page"}' %[1]s/api/v1/orders/<order_sn>/pay
+
+  Operator views:
+    curl -H "Authorization: Bearer %[2]s" '%[1]s/admin/outbox?state=pending'
+    curl -H "Authorization: Bearer %[2]s" %[1]s/admin/journal/totals
+
+`
 
 // devFakePrefix is where dev serves its fake Alipay.
 const devFakePrefix = "/fake-alipay"
