@@ -18,7 +18,18 @@ const (
 	EventRefundPending EventType = "payment.refund_pending"
 	EventRefunded      EventType = "payment.refunded"
 	EventRefundFailed  EventType = "payment.refund_failed"
+	EventTradeClosed   EventType = "trade.closed"
 )
+
+// TradeEventData is the data of trade.closed: an Alipay trade (payment
+// attempt) closed, so it can no longer be paid.
+type TradeEventData struct {
+	OrderID    int64  `json:"order_id"`
+	AttemptNo  int    `json:"attempt_no"`
+	OutTradeNo string `json:"out_trade_no"`
+	Method     string `json:"method"`
+	Reason     string `json:"reason"`
+}
 
 // Event is one announcement: the envelope a consumer receives.
 type Event struct {

@@ -266,7 +266,7 @@ func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a mode
 	err := c.gw.CloseTrade(ctx, a.OutTradeNo)
 	switch {
 	case err == nil, errors.Is(err, model.ErrTradeNotExist):
-		_, err := c.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+		_, err := closeAttempt(ctx, c.store, a, "payment method switched", c.now())
 		return err
 	case errors.Is(err, model.ErrTradeStatus):
 		// Already closed, or already paid: ask which.
@@ -280,7 +280,7 @@ func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a mode
 			}
 			return fmt.Errorf("%w: %q was paid meanwhile", model.ErrOrderNotPayable, order.OrderSN)
 		case t.Status == model.TradeClosed:
-			_, err := c.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+			_, err := closeAttempt(ctx, c.store, a, "payment method switched", c.now())
 			return err
 		}
 		return fmt.Errorf("%w: close of %q refused while the trade is %s", model.ErrGatewayUnknown, a.OutTradeNo, t.Status)

@@ -379,6 +379,9 @@ func TestStartSwitchMethod(t *testing.T) {
 			if a := mustAttempt(t, store, o.OrderSN); a.State != model.AttemptClosed {
 				t.Fatalf("attempt 1 is %s, want CLOSED", a.State)
 			}
+			if n := eventCount(t, store, o.ID, model.EventTradeClosed); n != 1 {
+				t.Fatalf("%d trade.closed events, want 1 (attempt 1)", n)
+			}
 			if again := mustStart(t, c, o.OrderSN, model.PayQR); again != qr {
 				t.Fatalf("starting qr again answered %+v, want %+v", again, qr)
 			}

@@ -78,7 +78,7 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 			}
 			paid++
 		case err == nil && t.Status == model.TradeClosed && a.State == model.AttemptOpen:
-			if _, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed); err != nil {
+			if _, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now()); err != nil {
 				return paid, err
 			}
 			fallthrough // a closed trade can still be reported paid later by a lagging query: ask again until expiry
@@ -112,7 +112,7 @@ func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
 		err := r.gw.CloseTrade(ctx, a.OutTradeNo)
 		switch {
 		case err == nil, errors.Is(err, model.ErrTradeNotExist): // never scanned: nothing to close
-			ok, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+			ok, err := closeAttempt(ctx, r.store, a, "order settled", r.now())
 			if err != nil {
 				return closed, err
 			}
@@ -131,7 +131,7 @@ func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
 					r.log.Warn("paid trade of a closed order not applied yet", "out_trade_no", a.OutTradeNo, "err", err)
 				}
 			case t.Status == model.TradeClosed:
-				ok, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+				ok, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now())
 				if err != nil {
 					return closed, err
 				}
@@ -163,4 +163,26 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// closeAttempt records that an attempt's trade is closed (compare-and-set
+// OPEN → CLOSED) and announces it (trade.closed) in one transaction, and
+// reports whether this call did it.
+func closeAttempt(ctx context.Context, store *dao.Store, a model.PayAttempt, reason string, now time.Time) (bool, error) {
+	var closed bool
+	err := inTx(ctx, store, func(tx *dao.Store) error {
+		var err error
+		closed, err = tx.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
+		if err != nil || !closed {
+			return err
+		}
+		ev, err := newEvent(model.EventTradeClosed, a.OrderID, model.TradeEventData{
+			OrderID: a.OrderID, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Reason: reason,
+		}, now)
+		if err != nil {
+			return err
+		}
+		return tx.InsertEvents(ctx, ev)
+	})
+	return closed, err
 }
