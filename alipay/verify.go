@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"paynotify/model"
 )
@@ -35,8 +36,12 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 	if st := form.Get(fieldSignType); st != signTypeRSA2 {
 		return fmt.Errorf("%w: sign_type %q, want RSA2", model.ErrBadSignature, clip(st))
 	}
-	if err := c.sdk.VerifySign(ctx, signedPart(form)); err != nil {
-		return fmt.Errorf("%w: RSA2 signature does not verify (%v)", model.ErrBadSignature, err)
+	if err := c.sdk.VerifySign(ctx, signedPart(form, false)); err != nil {
+		// Alipay's Java SDK counts whitespace-only values as empty too.
+		// Either content is Alipay's to sign, so either verifying is proof.
+		if !hasBlank(form) || c.sdk.VerifySign(ctx, signedPart(form, true)) != nil {
+			return fmt.Errorf("%w: RSA2 signature does not verify (%v)", model.ErrBadSignature, err)
+		}
 	}
 	if got := form.Get(fieldAppID); got != c.appID {
 		return fmt.Errorf("%w: app_id %q is not ours", model.ErrWrongMerchant, clip(got))
@@ -59,18 +64,31 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 // lock, so a forged SN per request would stall every verification.
 // Notifications carry no SN; the key loaded at start is the one to use.
 //
+// With dropBlank, whitespace-only values go too, as Alipay's Java SDK
+// (StringUtils.isEmpty) leaves them out.
+//
 // One difference remains: smartwalle sorts "k=v" strings where Alipay sorts
 // keys. They disagree only when a key is a prefix of another followed by a
 // byte below '=' (a digit, '-', '.'), which no Alipay field name has.
-func signedPart(form url.Values) url.Values {
+func signedPart(form url.Values, dropBlank bool) url.Values {
 	part := make(url.Values, len(form))
 	for k, vs := range form {
-		if k == "" || k == fieldCertSN || len(vs) == 0 || vs[0] == "" {
+		if k == "" || k == fieldCertSN || len(vs) == 0 || vs[0] == "" || (dropBlank && strings.TrimSpace(vs[0]) == "") {
 			continue
 		}
 		part[k] = vs
 	}
 	return part
+}
+
+// hasBlank reports whether some value is whitespace only (but not empty).
+func hasBlank(form url.Values) bool {
+	for _, vs := range form {
+		if len(vs) > 0 && vs[0] != "" && strings.TrimSpace(vs[0]) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // clip keeps what a client sent short enough for an error message.

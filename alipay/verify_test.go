@@ -126,3 +126,35 @@ func BenchmarkVerifyNotification(b *testing.B) {
 		}
 	}
 }
+
+// Alipay's Java SDK leaves whitespace-only values out of the signed
+// content, as it does empty ones: such a notification verifies, and adding
+// a blank value to one signed without it still does — but nothing else
+// changes what verifies.
+func TestVerifyNotificationBlankValues(t *testing.T) {
+	c := devClient(t)
+	key := devKey(t, "alipay_private_key.pem")
+
+	javaStyle, err := SignForm(key, devForm()) // signed without "body"
+	if err != nil {
+		t.Fatal(err)
+	}
+	javaStyle.Set("body", "  ")
+	if err := c.VerifyNotification(context.Background(), javaStyle); err != nil {
+		t.Fatalf("whitespace-only value left out of the signed content: %v", err)
+	}
+
+	withBlank := devForm()
+	withBlank.Set("body", " ")
+	signed, err := SignForm(key, withBlank) // signed with "body= "
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyNotification(context.Background(), signed); err != nil {
+		t.Fatalf("whitespace-only value in the signed content: %v", err)
+	}
+	signed.Set("body", "x")
+	if err := c.VerifyNotification(context.Background(), signed); !errors.Is(err, model.ErrBadSignature) {
+		t.Fatalf("blank replaced by a value: %v, want ErrBadSignature", err)
+	}
+}
