@@ -31,8 +31,10 @@ const alipayTime = "2006-01-02 15:04:05"
 var (
 	// amountPattern: positive, at most 2 decimals, fits DECIMAL(18,2).
 	amountPattern = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
-	// idPattern: visible ASCII only.
-	idPattern = regexp.MustCompile(`^[\x21-\x7e]+$`)
+	// idPattern: visible ASCII, but no '&' or '=': the signed content joins
+	// "k=v" pairs with '&', so an identifier holding them could be a
+	// neighbouring field glued onto it.
+	idPattern = regexp.MustCompile(`^[\x21-\x25\x27-\x3c\x3e-\x7e]+$`)
 )
 
 // Notification is a verified Alipay notification, parsed and validated.

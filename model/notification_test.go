@@ -65,6 +65,8 @@ func TestParseNotification(t *testing.T) {
 		{"LongTradeNo", []string{"trade_no", strings.Repeat("7", 129)}},
 		{"SpaceInOutTradeNo", []string{"out_trade_no", "A B"}},
 		{"NonASCIIOutTradeNo", []string{"out_trade_no", "订单"}},
+		{"GluedFieldInOutTradeNo", []string{"out_trade_no", "SN-1&point_amount=0.00"}},
+		{"GluedFieldInTradeNo", []string{"trade_no", "2026113022001&trade_status=TRADE_SUCCESS"}},
 		{"BadPaymentTime", []string{"gmt_payment", "yesterday"}},
 	}
 	for _, c := range bad {
