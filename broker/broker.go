@@ -206,7 +206,11 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 		return err
 	}
 	<-ctx.Done()
-	cc.Drain()
+	if b.nc.IsConnected() {
+		cc.Drain() // finish what is buffered; unacked messages are redelivered anyway
+	} else {
+		cc.Stop() // nothing to drain towards: don't wait on a broker that is down
+	}
 	<-cc.Closed()
 	return nil
 }
