@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -117,6 +118,9 @@ func dev(ctx context.Context, env environment) error {
 	}
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = devAdminToken
+	}
+	if !setIn(env.environ, "ALIPAY_JOBS_INTERVAL") {
+		cfg.AlipayJobsInterval = 5 * time.Second // a demo refund shows up while you watch
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, false)
 
@@ -247,4 +251,14 @@ func seedDemo(ctx context.Context, store *dao.Store) error {
 		}
 	}
 	return nil
+}
+
+// setIn reports whether environ sets name.
+func setIn(environ []string, name string) bool {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
 }
