@@ -41,15 +41,12 @@ func main() {
 }
 
 // tuneGC trades memory the service does not need for CPU it does: the
-// live heap is a few MiB, so collecting at 5x it (GOGC=400) stays far
-// below the soft limit, which keeps the process under ~100 MiB whatever
-// the load. GOGC and GOMEMLIMIT in the environment win.
+// live heap is a few MiB, so collecting at 5x it (GOGC=400) costs tens of
+// MiB (peak RSS 51 MiB under the benchmark's load). GOGC in the
+// environment wins; a memory limit (GOMEMLIMIT) is the deployer's to set.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(96 << 20)
 	}
 }
 

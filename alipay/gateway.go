@@ -3,6 +3,7 @@ package alipay
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -109,7 +110,9 @@ func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, am
 	// refund query tells which.
 	done, err := c.RefundDone(ctx, outTradeNo, outRequestNo, amount)
 	if err != nil {
-		return err
+		// The refund call itself succeeded: whatever the query said, the
+		// outcome is unknown, never a refusal.
+		return fmt.Errorf("%w: refund %s: fund_change N, then %v", model.ErrGatewayUnknown, outRequestNo, err)
 	}
 	if !done {
 		return fmt.Errorf("%w: refund %s: fund_change N and no successful refund found", model.ErrGatewayUnknown, outRequestNo)
@@ -154,6 +157,10 @@ func outcome(call string, rsp any, err error) error {
 		return nil
 	}
 	var kind error = model.ErrGatewayRefused
+	if e.Code == "20000" || strings.HasPrefix(e.SubCode, "isp.") || strings.HasPrefix(e.SubCode, "aop.") {
+		// Alipay's "service unavailable" family: try again, same request.
+		return fmt.Errorf("%w: %s: %s %s %s", model.ErrGatewayUnknown, call, e.Code, e.SubCode, e.SubMsg)
+	}
 	switch e.SubCode {
 	case "ACQ.TRADE_NOT_EXIST":
 		kind = model.ErrTradeNotExist

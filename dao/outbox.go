@@ -107,7 +107,9 @@ func (s *Store) MarkFailed(ctx context.Context, seq int64, attempts int, next ti
 	if len(reason) > 500 {
 		reason = reason[:500]
 	}
-	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id = ?", seq).
+	// Never over a row another relay has marked sent meanwhile (our lease
+	// may have run out).
+	return mapErr(s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id = ? AND state != ?", seq, model.OutboxSent).
 		Updates(map[string]any{"state": state, "attempts": attempts, "next_attempt_at": next.UTC(), "last_error": reason}).Error)
 }
 

@@ -29,6 +29,9 @@ const (
 	AttemptOpen   AttemptState = "OPEN"
 	AttemptPaid   AttemptState = "PAID"
 	AttemptClosed AttemptState = "CLOSED"
+	// AttemptExpired: closed, and past its trade's time_expire, confirmed by
+	// a query: Alipay can no longer take payment for it.
+	AttemptExpired AttemptState = "EXPIRED"
 )
 
 // PayAttempt is a row of oms_pay_attempt: one Alipay trade for an order.

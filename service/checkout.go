@@ -237,10 +237,14 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 	if a.PayURL == "" && a.Method == model.PayQR {
 		release := c.guard(ctx, order.OrderSN, a.AttemptNo)
 		defer release()
-		// Under the lock: another instance may have stored the code already.
+		// Under the lock: another instance may have stored the code
+		// already, or closed the attempt (switching method) meanwhile.
 		a, err := c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo)
 		if err != nil {
 			return PayView{}, err
+		}
+		if a.State != model.AttemptOpen {
+			return PayView{}, fmt.Errorf("%w: attempt %d of %q is %s", model.ErrRequestInFlight, a.AttemptNo, order.OrderSN, a.State)
 		}
 		if a.PayURL == "" {
 			qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, a.ExpireAt, c.notifyURL)
@@ -263,6 +267,10 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 // attempt. If Alipay says it is already paid, the payment is applied and
 // the order is no longer payable.
 func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a model.PayAttempt) error {
+	// The same guard as fetching its QR code: never close a trade while
+	// another request is creating it at Alipay.
+	release := c.guard(ctx, order.OrderSN, a.AttemptNo)
+	defer release()
 	err := c.gw.CloseTrade(ctx, a.OutTradeNo)
 	switch {
 	case err == nil, errors.Is(err, model.ErrTradeNotExist):

@@ -73,7 +73,7 @@ func (o *Orders) Place(ctx context.Context, memberID int64, key string, req mode
 		inserted, err := tx.InsertRequest(ctx, model.OrderRequest{MemberID: memberID, IdempotencyKey: key, RequestHash: hash})
 		if errors.Is(err, model.ErrRetryable) {
 			// The key's lock outlived our wait: the first is in flight.
-			return fmt.Errorf("%w (%v)", model.ErrRequestInFlight, err)
+			return model.ErrRequestInFlight
 		}
 		if err != nil {
 			return err

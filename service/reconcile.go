@@ -81,20 +81,44 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 			if _, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now()); err != nil {
 				return paid, err
 			}
+			a.State = model.AttemptClosed
 			fallthrough // a closed trade can still be reported paid later by a lagging query: ask again until expiry
 		default:
 			// Not paid yet, never scanned (ErrTradeNotExist), closed, or no
-			// trustworthy answer: ask again later (a closed attempt only
-			// until its trade's expiry).
+			// trustworthy answer: ask again later.
 			if err != nil && !errors.Is(err, model.ErrTradeNotExist) {
 				r.log.Warn("trade query failed", "out_trade_no", a.OutTradeNo, "err", err)
 			}
-			if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil {
+			if err := r.reschedule(ctx, a, err == nil || errors.Is(err, model.ErrTradeNotExist)); err != nil {
 				return paid, err
 			}
 		}
 	}
 	return paid, nil
+}
+
+// expiryLag is how long after a trade's time_expire the last query of a
+// closed attempt is made, for clocks and Alipay's own lag.
+const expiryLag = time.Minute
+
+// reschedule sets an unpaid attempt's next query. A CLOSED attempt (which
+// may have been closed before the buyer even opened its trade) is asked
+// once more at its expiry, however long the back-off has grown; once a
+// trustworthy answer after that says "not paid", Alipay can no longer take
+// payment for it and it is retired (EXPIRED).
+func (r *Reconciler) reschedule(ctx context.Context, a model.PayAttempt, answered bool) error {
+	next := r.now().Add(queryBackoff(a.Queries + 1))
+	if a.State == model.AttemptClosed && !a.ExpireAt.IsZero() {
+		final := a.ExpireAt.Add(expiryLag)
+		if answered && !r.now().Before(final) {
+			_, err := r.store.SetAttemptState(ctx, a.ID, model.AttemptClosed, model.AttemptExpired)
+			return err
+		}
+		if next.After(final) {
+			next = final
+		}
+	}
+	return r.store.ScheduleQuery(ctx, a.ID, next)
 }
 
 // CloseAbandoned closes at Alipay the open trades of orders that no

@@ -501,3 +501,48 @@ func TestPaidThroughAnEarlierAttempt(t *testing.T) {
 		}
 	})
 }
+
+// A closed attempt — closed perhaps before its buyer ever opened the page —
+// is still asked about until its trade's time_expire, however long the
+// back-off grows, and retired (EXPIRED) by the first "not paid" after it.
+func TestClosedAttemptQueriedUntilExpiry(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newRig(t, store)
+		c := r.checkout(nil)
+		c.PayTimeout = 3 * time.Hour
+
+		o := mustOrder(t, store, newSN("EXP"), "8.00")
+		mustStart(t, c, o.OrderSN, model.PayPage) // never opened: unknown to Alipay
+		mustStart(t, c, o.OrderSN, model.PayQR)   // closes attempt 1
+		a := mustAttempt(t, store, o.OrderSN)
+		if a.State != model.AttemptClosed {
+			t.Fatalf("attempt 1 is %s, want CLOSED", a.State)
+		}
+		for round := 1; round <= 9; round++ {
+			queryNow(t, store, a)
+			if _, err := r.recon.QueryDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			a = mustAttempt(t, store, o.OrderSN)
+			if a.State != model.AttemptClosed {
+				t.Fatalf("round %d: attempt 1 is %s, want CLOSED until its expiry", round, a.State)
+			}
+			if last := a.ExpireAt.Add(time.Minute); a.NextQueryAt.After(last) {
+				t.Fatalf("round %d (%d queries): next query %v is after the trade's expiry %v", round, a.Queries, a.NextQueryAt, a.ExpireAt)
+			}
+		}
+
+		// Past its expiry, the next "not paid" retires it.
+		if _, err := store.SQL().ExecContext(ctx, "UPDATE oms_pay_attempt SET expire_at = ? WHERE id = ?",
+			time.Now().UTC().Add(-5*time.Minute), a.ID); err != nil {
+			t.Fatal(err)
+		}
+		queryNow(t, store, a)
+		if _, err := r.recon.QueryDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if a = mustAttempt(t, store, o.OrderSN); a.State != model.AttemptExpired {
+			t.Fatalf("after its expiry attempt 1 is %s, want EXPIRED", a.State)
+		}
+	})
+}

@@ -72,7 +72,9 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, p := range pays {
+		enqueued := false
 		err := inTx(ctx, r.store, func(tx *dao.Store) error {
+			enqueued = false
 			if _, err := tx.OrderForUpdateByID(ctx, p.OrderID); err != nil {
 				return err
 			}
@@ -84,11 +86,12 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 				OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
 			})
-			if err == nil {
-				n++
-			}
+			enqueued = err == nil
 			return err
 		})
+		if err == nil && enqueued {
+			n++
+		}
 		if err != nil {
 			// One payment that cannot be enqueued must not hold up the rest.
 			r.log.Error("refund not enqueued", "trade_no", p.TradeNo, "err", err)
