@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -164,6 +167,7 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer fake.Close()
+	seedFakeTrades(fake, log)
 	client, err := alipay.New(alipay.Config{
 		AppID:           devAppID,
 		SellerID:        devSellerID,
@@ -261,4 +265,32 @@ func setIn(environ []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// seedFakeTrades tells the fake Alipay about the trades the replay files in
+// testdata/notify report paid, so that what the service does with them
+// later — refund an underpayment, query, close — finds them there. Run
+// from elsewhere than the repository root, there are none to seed.
+func seedFakeTrades(fake *fakealipay.Server, log *slog.Logger) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "notify", "*.form"))
+	for _, name := range files {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		form, err := url.ParseQuery(strings.TrimSpace(string(body)))
+		if err != nil {
+			continue
+		}
+		n, err := model.ParseNotification(form.Get)
+		if err != nil || !n.TradeStatus.Paid() || n.IsRefund() {
+			continue
+		}
+		paidAt := time.Now()
+		if n.GmtPayment != nil {
+			paidAt = *n.GmtPayment
+		}
+		fake.AddPaidTrade(n.OutTradeNo, n.TradeNo, n.TotalAmount, paidAt)
+	}
+	log.Debug("fake Alipay seeded with the replay files' trades", "files", len(files))
 }

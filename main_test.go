@@ -97,7 +97,9 @@ func get(t *testing.T, url string) int {
 // what the README promises.
 func TestDevReplaysTestdata(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
-	base, logs := start(t, []string{"dev", "-db", db}, nil)
+	// The Alipay jobs would refund the REFUND_PENDING payments while we
+	// look: hold them off.
+	base, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
 	if !strings.Contains(logs.String(), "curl --data @testdata/notify/pay_demo_1001.form") {
 		t.Errorf("dev does not print the curl line:\n%s", logs)
 	}
@@ -205,4 +207,41 @@ func newKeyPair(t *testing.T) (private, public string) {
 		t.Fatal(err)
 	}
 	return private, public
+}
+
+// In dev, money a replayed notification cannot apply goes back through the
+// fake Alipay: the replay files' trades are known to it, and the refund
+// worker refunds the REFUND_PENDING payment exactly once.
+func TestDevRefundsWhatItCannotApply(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=20ms"})
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "underpay_demo_1002.form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := post(t, base+"/alipay/notify", strings.TrimSpace(string(body))); got != "success" {
+		t.Fatalf("underpayment answered %q", got)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, base+"/admin/orders/DEMO-1002/refunds", nil)
+		req.Header.Set("Authorization", "Bearer "+devAdminToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), `"state":"REFUNDED"`) {
+			if strings.Count(string(b), `"out_request_no"`) != 1 || !strings.Contains(string(b), `"amount":"0.01"`) {
+				t.Fatalf("refunds: %s, want one of 0.01", b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no refund after 20s: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
 }

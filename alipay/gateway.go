@@ -92,12 +92,13 @@ func (c *Client) CloseTrade(ctx context.Context, outTradeNo string) error {
 	return outcome("close", rsp, err)
 }
 
-// Refund asks Alipay to refund amount of a trade under outRequestNo
+// Refund asks Alipay to refund amount of the trade tradeNo (Alipay's own
+// number: exactly the money that moved) under outRequestNo
 // (alipay.trade.refund). Alipay refunds an out_request_no once, however
 // often it is asked.
-func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal, reason string) error {
+func (c *Client) Refund(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal, reason string) error {
 	rsp, err := c.sdk.TradeRefund(ctx, smartwalle.TradeRefund{
-		OutTradeNo: outTradeNo, OutRequestNo: outRequestNo, RefundAmount: amount.StringFixed(2), RefundReason: reason,
+		TradeNo: tradeNo, OutRequestNo: outRequestNo, RefundAmount: amount.StringFixed(2), RefundReason: reason,
 	})
 	if err := outcome("refund", rsp, err); err != nil {
 		return err
@@ -108,7 +109,7 @@ func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, am
 	// fund_change N: no money moved by this call — Alipay's answer to a
 	// repeat of a refund already made, or to one it did not make. Only the
 	// refund query tells which.
-	done, err := c.RefundDone(ctx, outTradeNo, outRequestNo, amount)
+	done, err := c.RefundDone(ctx, tradeNo, outRequestNo, amount)
 	if err != nil {
 		// The refund call itself succeeded: whatever the query said, the
 		// outcome is unknown, never a refusal.
@@ -124,8 +125,8 @@ func (c *Client) Refund(ctx context.Context, outTradeNo, outRequestNo string, am
 // through (alipay.trade.fastpay.refund.query): true with REFUND_SUCCESS —
 // or, as older versions of the API answer, with no refund_status but the
 // refund's amount; false when Alipay reports no such refund.
-func (c *Client) RefundDone(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal) (bool, error) {
-	rsp, err := c.sdk.TradeFastPayRefundQuery(ctx, smartwalle.TradeFastPayRefundQuery{OutTradeNo: outTradeNo, OutRequestNo: outRequestNo})
+func (c *Client) RefundDone(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal) (bool, error) {
+	rsp, err := c.sdk.TradeFastPayRefundQuery(ctx, smartwalle.TradeFastPayRefundQuery{TradeNo: tradeNo, OutRequestNo: outRequestNo})
 	if err := outcome("refund query", rsp, err); err != nil {
 		return false, err
 	}

@@ -24,8 +24,8 @@ type Gateway interface {
 	Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL string) (string, error)
 	QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error)
 	CloseTrade(ctx context.Context, outTradeNo string) error
-	Refund(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal, reason string) error
-	RefundDone(ctx context.Context, outTradeNo, outRequestNo string, amount decimal.Decimal) (bool, error)
+	Refund(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal, reason string) error
+	RefundDone(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal) (bool, error)
 }
 
 // Locker holds a distributed lock (Redis) across instances. Hold returns

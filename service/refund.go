@@ -131,7 +131,7 @@ func (r *Refunds) Execute(ctx context.Context) (int, error) {
 func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 	if f.Attempts > 1 {
 		// The last ask may have refunded without our hearing: find out first.
-		refunded, err := r.gw.RefundDone(ctx, f.OutTradeNo, f.OutRequestNo, f.Amount)
+		refunded, err := r.gw.RefundDone(ctx, f.TradeNo, f.OutRequestNo, f.Amount)
 		switch {
 		case err == nil && refunded:
 			return true, r.finish(ctx, f, model.RefundRefunded, "")
@@ -139,7 +139,7 @@ func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 			return false, r.unknown(ctx, f, err)
 		}
 	}
-	err := r.gw.Refund(ctx, f.OutTradeNo, f.OutRequestNo, f.Amount, f.Reason)
+	err := r.gw.Refund(ctx, f.TradeNo, f.OutRequestNo, f.Amount, f.Reason)
 	switch {
 	case err == nil:
 		return true, r.finish(ctx, f, model.RefundRefunded, "")
