@@ -160,16 +160,6 @@ func (s *Store) OpenAttemptsOfSettledOrders(ctx context.Context, limit int) ([]m
 	return out, nil
 }
 
-// OrderByID reads an order by id without locking.
-func (s *Store) OrderByID(ctx context.Context, id int64) (model.Order, error) {
-	var o model.Order
-	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return o, fmt.Errorf("%w: id %d", model.ErrOrderNotFound, id)
-	}
-	return o, mapErr(err)
-}
-
 // OrderForUpdateByID locks an order by id.
 func (s *Store) OrderForUpdateByID(ctx context.Context, id int64) (model.Order, error) {
 	var o model.Order

@@ -273,11 +273,9 @@ func (r *Refunds) Notified(ctx context.Context, outRequestNo string) error {
 	if outRequestNo == "" {
 		return nil
 	}
-	err := r.store.RetryRefundAt(ctx, outRequestNo, r.now(), "refund notification received")
-	if errors.Is(err, model.ErrRefundNotFound) {
-		return nil
-	}
-	return err
+	// Only a refund still REFUNDING is touched; an unknown out_biz_no
+	// (not ours, or finished) changes nothing.
+	return r.store.RetryRefundAt(ctx, outRequestNo, r.now(), "refund notification received")
 }
 
 // Run enqueues and executes refunds every interval until ctx ends.
