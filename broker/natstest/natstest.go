@@ -2,7 +2,7 @@
 // (TEST_NATS_URL, or 127.0.0.1:4222) with stream names no other test uses,
 // or a private nats-server process a test can stop and start again to
 // play the broker going down. Without a server, tests skip loudly, or fail
-// under CI=true.
+// under CI.
 package natstest
 
 import (
@@ -123,7 +123,7 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// unavailable fails the test under CI=true, where NATS must be there, and
+// unavailable fails the test under CI, where NATS must be there, and
 // skips it loudly elsewhere.
 func unavailable(tb testing.TB, why string) {
 	tb.Helper()

@@ -1,6 +1,6 @@
 // Package daotest opens real, freshly migrated databases for tests: SQLite
-// always, MySQL/MariaDB when TEST_MYSQL_DSN is set (under CI=true it must
-// be). Each store is a new database, dropped when the test ends.
+// always, MySQL/MariaDB when TEST_MYSQL_DSN is set (under CI, whatever
+// its value, it must be). Each store is a new database, dropped when the test ends.
 package daotest
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"paynotify/dao"
+	"paynotify/internal/proctest"
 )
 
 // Drivers lists the databases every storage test runs against.
@@ -32,7 +33,7 @@ func ForEach(t *testing.T, fn func(t *testing.T, store *dao.Store)) {
 }
 
 // Open returns a migrated store on a new database. Without TEST_MYSQL_DSN
-// a MySQL test is skipped loudly, or fails under CI=true.
+// a MySQL test is skipped loudly, or fails under CI.
 func Open(tb testing.TB, driver string) *dao.Store {
 	tb.Helper()
 	ctx := context.Background()
@@ -62,10 +63,7 @@ func MySQLDatabase(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv("TEST_MYSQL_DSN")
 	if base == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("daotest: CI=true but TEST_MYSQL_DSN is not set: the MySQL/MariaDB tests must run in CI")
-		}
-		tb.Skip("SKIPPING MySQL/MariaDB test: set TEST_MYSQL_DSN (e.g. root@tcp(127.0.0.1:3306)/) to run it")
+		proctest.Unavailable(tb, "MySQL/MariaDB", "TEST_MYSQL_DSN is not set: set it (e.g. root@tcp(127.0.0.1:3306)/) to run this test")
 	}
 	cfg, err := mysql.ParseDSN(base)
 	if err != nil {

@@ -43,7 +43,7 @@ type Process struct {
 }
 
 // Start runs the server on a free port and waits until it answers. Without
-// the binary the test is skipped loudly (failed under CI=true).
+// the binary the test is skipped loudly (failed under CI).
 func Start(tb testing.TB, spec Spec) *Process {
 	tb.Helper()
 	if _, err := os.Stat(spec.Binary); err != nil {
@@ -111,15 +111,20 @@ func (p *Process) Stop() {
 	p.cmd = nil
 }
 
-// Unavailable fails the test under CI=true, where the server must be
-// there, and skips it loudly elsewhere.
+// Unavailable fails the test under CI, where the server must be there, and
+// skips it loudly elsewhere.
 func Unavailable(tb testing.TB, server, why string) {
 	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("%s: CI=true but %s", server, why)
+	if inCI() {
+		tb.Fatalf("%s: CI=%s is set, so the server must be there, but %s", server, os.Getenv("CI"), why)
 	}
 	tb.Skipf("SKIPPING %s test: %s", server, why)
 }
+
+// inCI reports whether the tests run in CI: CI set to anything at all
+// (CI=true, CI=1, ...), as CI systems set it. There, every server a test
+// needs must be there.
+func inCI() bool { return os.Getenv("CI") != "" }
 
 // Dial is a Ready for servers that are ready once they accept TCP.
 func Dial(addr string, timeout time.Duration) error {

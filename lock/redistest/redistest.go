@@ -2,7 +2,7 @@
 // (TEST_REDIS_ADDR, or 127.0.0.1:6379), where each test uses keys no other
 // test uses, or a private redis-server process a test can stop to play
 // Redis going down. Without a server, tests skip loudly, or fail under
-// CI=true.
+// CI.
 package redistest
 
 import (
@@ -93,7 +93,7 @@ func ping(addr string, timeout time.Duration) error {
 	return nil
 }
 
-// unavailable fails the test under CI=true, where Redis must be there, and
+// unavailable fails the test under CI, where Redis must be there, and
 // skips it loudly elsewhere.
 func unavailable(tb testing.TB, why string) {
 	tb.Helper()
