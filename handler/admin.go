@@ -63,7 +63,7 @@ func (a *Admin) Outbox(c *gin.Context) {
 		items[i] = item{Seq: r.Seq, Event: r.Event, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC().Format("2006-01-02T15:04:05Z"),
 			LastError: r.LastError, State: r.State}
 	}
-	c.JSON(http.StatusOK, gin.H{"state": state, "count": count, "events": items})
+	writeJSON(c, http.StatusOK, gin.H{"state": state, "count": count, "events": items})
 }
 
 // JournalTotals handles GET /admin/journal/totals: debits and credits per
@@ -80,7 +80,7 @@ func (a *Admin) JournalTotals(c *gin.Context) {
 		debit, credit = debit.Add(t.Debit), credit.Add(t.Credit)
 		accounts[i] = gin.H{"account": t.Account, "debit": t.Debit.StringFixed(2), "credit": t.Credit.StringFixed(2)}
 	}
-	c.JSON(http.StatusOK, gin.H{
+	writeJSON(c, http.StatusOK, gin.H{
 		"accounts": accounts, "debit": debit.StringFixed(2), "credit": credit.StringFixed(2),
 		"balanced": debit.Equal(credit),
 	})

@@ -102,5 +102,6 @@ func apiError(c *gin.Context, err error) {
 
 // writeAPIError writes {"error": {"code", "message"}} and stops the chain.
 func writeAPIError(c *gin.Context, status int, code, msg string) {
-	c.AbortWithStatusJSON(status, gin.H{"error": gin.H{"code": code, "message": msg}})
+	c.Abort()
+	writeJSON(c, status, gin.H{"error": gin.H{"code": code, "message": msg}})
 }

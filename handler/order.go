@@ -35,7 +35,7 @@ func (o *Orders) Place(c *gin.Context) {
 	if placed.Replayed {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.Data(placed.Status, "application/json; charset=utf-8", placed.Body)
+	c.Data(placed.Status, jsonContentType, placed.Body)
 }
 
 // Get handles GET /api/v1/orders/{order_sn}.
@@ -45,7 +45,7 @@ func (o *Orders) Get(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, view)
+	writeJSON(c, http.StatusOK, view)
 }
 
 // Cancel handles POST /api/v1/orders/{order_sn}/cancel.
@@ -55,7 +55,7 @@ func (o *Orders) Cancel(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, view)
+	writeJSON(c, http.StatusOK, view)
 }
 
 // RequestStatus handles GET /api/v1/order-requests/{idempotency_key}.
@@ -69,7 +69,7 @@ func (o *Orders) RequestStatus(c *gin.Context) {
 	if len(body) > 0 {
 		resp["order"] = json.RawMessage(body)
 	}
-	c.JSON(http.StatusOK, resp)
+	writeJSON(c, http.StatusOK, resp)
 }
 
 // decodeJSON reads a bounded JSON body with no unknown fields.

@@ -36,7 +36,7 @@ func (p *Pay) Start(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, v)
+	writeJSON(c, http.StatusOK, v)
 }
 
 // refundView is a refund as operators see it.
@@ -81,7 +81,7 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, newRefundView(f))
+	writeJSON(c, http.StatusAccepted, newRefundView(f))
 }
 
 // Refunds handles GET /admin/orders/{order_sn}/refunds.
@@ -95,5 +95,5 @@ func (a *Admin) Refunds(c *gin.Context) {
 	for i, f := range fs {
 		out[i] = newRefundView(f)
 	}
-	c.JSON(http.StatusOK, gin.H{"order_sn": c.Param("sn"), "refunds": out})
+	writeJSON(c, http.StatusOK, gin.H{"order_sn": c.Param("sn"), "refunds": out})
 }

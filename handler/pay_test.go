@@ -353,3 +353,31 @@ func TestAdminRefundAPI(t *testing.T) {
 		})
 	})
 }
+
+// JSON answers are not HTML-escaped: a pay_url copied from curl's output
+// opens in a browser, and an error message quotes the input as sent.
+func TestJSONAnswersAreNotHTMLEscaped(t *testing.T) {
+	store := daotest.Open(t, dao.DriverSQLite)
+	c := newCashier(t, store)
+	o := mustOrder(t, store, "PAY-AMP", "10.00")
+	for _, tc := range []struct {
+		name, path, auth, key, body string
+		status                      int
+		literal                     string
+	}{
+		{name: "PayURL", path: payPath(o.OrderSN), auth: memberAuth(t, owner), key: "k-amp", body: `{"method":"page"}`,
+			status: http.StatusOK, literal: "&"},
+		{name: "ErrorMessage", path: refundsPath(o.OrderSN), auth: "Bearer " + payAdminToken, key: "r-amp", body: `{"amount":"1&<2>"}`,
+			status: http.StatusBadRequest, literal: `1&<2>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := c.post(t, tc.path, tc.auth, tc.key, tc.body)
+			if status != tc.status {
+				t.Fatalf("%d %s, want %d", status, body, tc.status)
+			}
+			if !strings.Contains(string(body), tc.literal) || strings.Contains(string(body), `\u00`) {
+				t.Fatalf("answer %s: want %q literally, no \\u00XX escapes", body, tc.literal)
+			}
+		})
+	}
+}
