@@ -1,0 +1,166 @@
+package bill_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/shopspring/decimal"
+
+	"paynotify/alipay/bill"
+	"paynotify/model"
+)
+
+func open(t *testing.T, b []byte) (*bill.File, error) {
+	t.Helper()
+	return bill.Open(bytes.NewReader(b), int64(len(b)))
+}
+
+func entries(t *testing.T, f *bill.File) []model.BillEntry {
+	t.Helper()
+	var got []model.BillEntry
+	if err := f.Entries(func(e model.BillEntry) error {
+		e.Line = 0
+		got = append(got, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func sampleEntries() []model.BillEntry {
+	var want []model.BillEntry
+	for _, l := range sample {
+		want = append(want, l.BillEntry)
+	}
+	return want
+}
+
+var decimalEqual = cmp.Comparer(func(a, b decimal.Decimal) bool { return a.Equal(b) })
+
+func TestOpenGood(t *testing.T) {
+	wantTotals := model.BillTotals{Payments: 3, PaymentReceived: d("188.01"), Refunds: 1, RefundReceived: d("-30.00"), Fees: d("-0.95")}
+	for _, name := range []string{"today.zip", "reordered.zip"} {
+		t.Run(name, func(t *testing.T) {
+			f, err := open(t, readFixture(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := bill.FileNames(pid, day); f.Name != want {
+				t.Errorf("detail %q, want %q (the summary is not the detail)", f.Name, want)
+			}
+			if diff := cmp.Diff(wantTotals, f.Totals, decimalEqual); diff != "" {
+				t.Errorf("totals (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(sampleEntries(), entries(t, f), decimalEqual); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("EmptyDay", func(t *testing.T) {
+		f, err := open(t, readFixture(t, "empty_day.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := entries(t, f); len(got) != 0 || f.Totals.Payments != 0 || f.Totals.Refunds != 0 {
+			t.Errorf("a day without business read as %d entries, %+v", len(got), f.Totals)
+		}
+	})
+}
+
+// TestOpenDamaged: every damaged file is refused with a reason naming the
+// fault, and none of its entries reaches a caller.
+func TestOpenDamaged(t *testing.T) {
+	for _, c := range []struct{ file, reason string }{
+		{"not_a_zip.zip", "not a readable ZIP"},
+		{"truncated.zip", "not a readable ZIP"},
+		{"utf8.zip", "UTF-8 text where GBK is expected"},
+		{"missing_column.zip", "header lacks column(s) 服务费（元）"},
+		{"totals_disagree.zip", "#交易合计 says 3 payments, 188.02 received; the rows hold 3, 188.01"},
+		{"rows_missing.zip", "#交易合计 says 2 payments, 100.01 received; the rows hold 0, 0.00"},
+		{"truncated_detail.zip", "the file ends mid-row: truncated"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			f, err := open(t, readFixture(t, c.file))
+			if !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("Open = %v, %v; want ErrBadBill with %q", f, err, c.reason)
+			}
+		})
+	}
+}
+
+// TestScanLines covers the faults a generator does not make, line by line.
+func TestScanLines(t *testing.T) {
+	head := "#支付宝业务明细查询\n#-----业务明细列表-----\n" + strings.Join(bill.Columns, ",") + "\n"
+	row := func(kind, tradeNo, amount, received, finished string) string {
+		cells := make([]string, len(bill.Columns))
+		for i, c := range bill.Columns {
+			switch c {
+			case bill.ColKind:
+				cells[i] = kind
+			case bill.ColTradeNo:
+				cells[i] = tradeNo + "\t"
+			case bill.ColOutTradeNo:
+				cells[i] = " SN-1 "
+			case bill.ColAmount:
+				cells[i] = amount
+			case bill.ColReceived:
+				cells[i] = received
+			case bill.ColFinished:
+				cells[i] = finished
+			}
+		}
+		return strings.Join(cells, ",") + "\n"
+	}
+	tail := func(n int, sum string) string {
+		return "#-----业务明细列表结束-----\n#交易合计：" + itoa(n) + "笔，商家实收共" + sum + "元，商家优惠共0.00元\n#退款合计：0笔，商家实收退款共0.00元，商家优惠退款共0.00元\n"
+	}
+	good := row("交易", "T1", "1.00", "1.00", "2026-11-30 10:00:00")
+	for _, c := range []struct{ name, text, reason string }{
+		{"Good", head + good + tail(1, "1.00"), ""},
+		{"CRLF", strings.ReplaceAll(head+good+tail(1, "1.00"), "\n", "\r\n"), ""},
+		{"UnknownKind", head + row("转账", "T1", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "业务类型 \"转账\" is neither"},
+		{"BadAmount", head + row("交易", "T1", "1,00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "cells, the header has"},
+		{"ThreeDecimals", head + row("交易", "T1", "1.001", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "订单金额（元） \"1.001\" is not an amount"},
+		{"NegativePayment", head + row("交易", "T1", "-1.00", "-1.00", "2026-11-30 10:00:00") + tail(1, "-1.00"), "a payment's are positive"},
+		{"BadTime", head + row("交易", "T1", "1.00", "1.00", "30/11/2026") + tail(1, "1.00"), "完成时间 \"30/11/2026\""},
+		{"EmptyTradeNo", head + row("交易", "", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "支付宝交易号 is empty"},
+		{"RowAfterEnd", head + tail(0, "0.00") + good, "a row after the 业务明细列表结束 marker"},
+		{"RowBeforeMarker", good + head + tail(0, "0.00"), "a row before the 业务明细列表 marker"},
+		{"NoTotals", head + good + "#-----业务明细列表结束-----\n", "no #交易合计 or #退款合计 line"},
+		{"Empty", "", "no 业务明细列表 marker"},
+		{"NoHeader", "#-----业务明细列表-----\n", "no header row"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := encodeGBK(t, c.text)
+			_, err := bill.Scan(bytes.NewReader(raw), nil)
+			if c.reason == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("Scan = %v; want ErrBadBill with %q", err, c.reason)
+			}
+		})
+	}
+}
+
+// TestScanCallbackError: the caller's error stops the scan as it is.
+func TestScanCallbackError(t *testing.T) {
+	f, err := open(t, readFixture(t, "today.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := f.Entries(func(model.BillEntry) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("Entries = %v after %d entries", err, n)
+	}
+}
+
+func itoa(n int) string { return decimal.NewFromInt(int64(n)).String() }

@@ -1,0 +1,80 @@
+package model
+
+import (
+	"errors"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// BillKind is what a line of Alipay's trade bill records (业务类型).
+type BillKind string
+
+// Kinds of bill line.
+const (
+	// BillPayment (交易) is money the buyer paid.
+	BillPayment BillKind = "PAYMENT"
+	// BillRefund (退款) is money given back; its amounts are negative.
+	BillRefund BillKind = "REFUND"
+)
+
+// BillEntry is one line of the detail (业务明细) of Alipay's trade bill:
+// Alipay's own record of a payment or a refund.
+type BillEntry struct {
+	// Line is the entry's line number in the detail file, for messages.
+	Line int
+	Kind BillKind
+	// TradeNo is Alipay's trade number (支付宝交易号); a refund carries the
+	// number of the trade it refunds.
+	TradeNo string
+	// OutTradeNo is our out_trade_no (商户订单号).
+	OutTradeNo string
+	// OutRequestNo is the refund's out_request_no (退款批次号/请求号);
+	// empty for a payment.
+	OutRequestNo string
+	// Amount is the order amount (订单金额), negative for a refund.
+	Amount decimal.Decimal
+	// Received is what the merchant received (商家实收), negative for a
+	// refund.
+	Received decimal.Decimal
+	// Fee is Alipay's service fee (服务费): negative when charged, positive
+	// when given back with a refund, as the bill writes it.
+	Fee decimal.Decimal
+	// FinishedAt is when Alipay completed it (完成时间), in UTC.
+	FinishedAt time.Time
+}
+
+// BillTotals are what a bill says about itself (#交易合计, #退款合计), or
+// what its lines add up to.
+type BillTotals struct {
+	Payments        int             `json:"payments"`
+	PaymentReceived decimal.Decimal `json:"payment_received"`
+	Refunds         int             `json:"refunds"`
+	// RefundReceived is the sum of the refunds' 商家实收, negative.
+	RefundReceived decimal.Decimal `json:"refund_received"`
+	Fees           decimal.Decimal `json:"fees"`
+}
+
+// Add counts e into t.
+func (t *BillTotals) Add(e BillEntry) {
+	switch e.Kind {
+	case BillPayment:
+		t.Payments++
+		t.PaymentReceived = t.PaymentReceived.Add(e.Received)
+	case BillRefund:
+		t.Refunds++
+		t.RefundReceived = t.RefundReceived.Add(e.Received)
+	}
+	t.Fees = t.Fees.Add(e.Fee)
+}
+
+// Errors of fetching a bill.
+var (
+	// ErrBadBill: the bill file is damaged or disagrees with itself (a
+	// truncated ZIP, another encoding, a missing column, totals that do not
+	// add up). Nothing in it may be trusted.
+	ErrBadBill = errors.New("bad bill")
+	// ErrNoBill: Alipay has no bill for that day (NO_BILL_DATA,
+	// BILL_NOT_EXIST): no business that day.
+	ErrNoBill = errors.New("no bill for that day")
+)
