@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -101,20 +99,39 @@ func devKey(name string) string {
 	return string(b)
 }
 
+const devUsage = `usage: paynotify dev [-addr ADDR] [-db FILE] [-keep]
+
+Runs the service on an embedded SQLite database with demo orders, SKUs,
+members and coupons, the development keys from testdata/dev (public: never
+for real money), a fake Alipay at /fake-alipay, and the admin token
+paynotify-dev-admin (ADMIN_TOKEN overrides it). It prints curl lines to
+paste. Other settings come from the environment, as for serve.
+
+It listens on 127.0.0.1:8080, this machine only, unless -addr (or
+HTTP_ADDR) says otherwise: -addr :8080 listens on every interface. The
+address is bound before the database is touched, so a second dev on a busy
+port fails without wiping the first one's database.
+`
+
+// devDefaultAddr is where dev listens unless told otherwise: loopback, since
+// its keys and admin token are public.
+const devDefaultAddr = "127.0.0.1:8080"
+
 // dev runs the service on a fresh embedded SQLite database with demo
 // orders and the development keys, and prints how to replay a notification.
 func dev(ctx context.Context, env environment) error {
-	flags := flag.NewFlagSet("dev", flag.ContinueOnError)
-	flags.SetOutput(env.stderr)
+	flags := newFlags("dev", devUsage)
+	addr := flags.String("addr", devDefaultAddr, "listen address; HTTP_ADDR sets it too (the flag wins)")
 	dbPath := flags.String("db", "paynotify-dev.db", "SQLite file, recreated at every start")
 	keep := flags.Bool("keep", false, "keep the database from the last run instead of starting fresh")
-	if err := flags.Parse(env.args); err != nil {
+	if err := parseFlags(flags, env, 0); err != nil {
 		return err
 	}
 	cfg, err := config.Load(env.environ)
 	if err != nil {
 		return err
 	}
+	cfg.HTTPAddr = devListenAddr(flags, *addr, env.environ)
 	cfg.DBDriver, cfg.DBDSN = dao.DriverSQLite, *dbPath
 	if cfg.APIJWTSecret == "" {
 		cfg.APIJWTSecret = devJWTSecret
@@ -126,6 +143,23 @@ func dev(ctx context.Context, env environment) error {
 		cfg.AlipayJobsInterval = 5 * time.Second // a demo refund shows up while you watch
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, false)
+
+	// Bind first: a busy port must fail before the database of the dev
+	// that holds it is wiped. The fake Alipay and notify_url need the real
+	// address too (the address may say port 0).
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("dev: %w (another paynotify dev running? -addr picks another address)", err)
+	}
+	defer ln.Close() // on an early return; serving closes it otherwise
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	base := "http://" + ln.Addr().String()
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		base = "http://localhost:" + port
+		log.Warn("dev listens on every interface: anyone who reaches this machine can use its public keys and admin token",
+			"addr", cfg.HTTPAddr)
+	}
+	cfg.PublicURL = base
 
 	if !*keep {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -145,17 +179,6 @@ func dev(ctx context.Context, env environment) error {
 	if err := seedDemo(ctx, store); err != nil {
 		return err
 	}
-	// Listen first: the fake Alipay and notify_url need the real address
-	// (HTTP_ADDR may say port 0).
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return err
-	}
-	base := "http://" + ln.Addr().String()
-	if host, port, err := net.SplitHostPort(ln.Addr().String()); err == nil && (host == "::" || host == "0.0.0.0") {
-		base = "http://localhost:" + port
-	}
-	cfg.PublicURL = base
 	fake, err := fakealipay.New(fakealipay.Config{
 		AppID: devAppID, SellerID: devSellerID,
 		PrivateKey:   devKey("alipay_private_key.pem"),
@@ -163,11 +186,9 @@ func dev(ctx context.Context, env environment) error {
 		NotifyURL:    base + "/alipay/notify",
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer fake.Close()
-	seedFakeTrades(fake, log)
 	client, err := alipay.New(alipay.Config{
 		AppID:           devAppID,
 		SellerID:        devSellerID,
@@ -176,19 +197,18 @@ func dev(ctx context.Context, env environment) error {
 		SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
 		"db", *dbPath, "app_id", devAppID, "seller_id", devSellerID, "orders", len(demoOrders))
 	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
-		mounts: map[string]http.Handler{devFakePrefix: fake.Handler()}})
+		verifier: devVerifier{client: client, fake: fake},
+		mounts:   map[string]http.Handler{devFakePrefix: fake.Handler()}})
 }
 
 // devBanner is what dev prints for a newcomer to paste: base URL, admin
@@ -267,30 +287,52 @@ func setIn(environ []string, name string) bool {
 	return false
 }
 
-// seedFakeTrades tells the fake Alipay about the trades the replay files in
-// testdata/notify report paid, so that what the service does with them
-// later — refund an underpayment, query, close — finds them there. Run
-// from elsewhere than the repository root, there are none to seed.
-func seedFakeTrades(fake *fakealipay.Server, log *slog.Logger) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "notify", "*.form"))
-	for _, name := range files {
-		body, err := os.ReadFile(name)
-		if err != nil {
-			continue
+// envValue is name's value in environ (the last one wins, as in Load).
+func envValue(environ []string, name string) string {
+	v := ""
+	for _, kv := range environ {
+		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = rest
 		}
-		form, err := url.ParseQuery(strings.TrimSpace(string(body)))
-		if err != nil {
-			continue
-		}
-		n, err := model.ParseNotification(form.Get)
-		if err != nil || !n.TradeStatus.Paid() || n.IsRefund() {
-			continue
-		}
-		paidAt := time.Now()
-		if n.GmtPayment != nil {
-			paidAt = *n.GmtPayment
-		}
-		fake.AddPaidTrade(n.OutTradeNo, n.TradeNo, n.TotalAmount, paidAt)
 	}
-	log.Debug("fake Alipay seeded with the replay files' trades", "files", len(files))
+	return v
+}
+
+// devListenAddr is where dev listens: -addr if given, else HTTP_ADDR if
+// set, else loopback only.
+func devListenAddr(flags *flag.FlagSet, addr string, environ []string) string {
+	given := false
+	flags.Visit(func(f *flag.Flag) { given = given || f.Name == "addr" })
+	if !given && setIn(environ, "HTTP_ADDR") {
+		return envValue(environ, "HTTP_ADDR")
+	}
+	return addr
+}
+
+// devVerifier verifies notifications as serve does, then tells dev's fake
+// Alipay about the trade a verified paying notification reports: in dev, a
+// form signed with the development "Alipay" key (a replay file, or one
+// made by paynotify sign) stands for a payment Alipay took, so what the
+// service later does with the trade — refund money it cannot apply, query,
+// close — finds it there, as it would at Alipay.
+type devVerifier struct {
+	client *alipay.Client
+	fake   *fakealipay.Server
+}
+
+// VerifyNotification implements handler.Verifier.
+func (v devVerifier) VerifyNotification(ctx context.Context, form url.Values) error {
+	if err := v.client.VerifyNotification(ctx, form); err != nil {
+		return err
+	}
+	n, err := model.ParseNotification(form.Get)
+	if err != nil || !n.TradeStatus.Paid() || n.IsRefund() {
+		return nil // the service refuses or ignores it: no trade to know
+	}
+	paidAt := time.Now()
+	if n.GmtPayment != nil {
+		paidAt = *n.GmtPayment
+	}
+	v.fake.AddPaidTrade(n.OutTradeNo, n.TradeNo, n.TotalAmount, paidAt) // a known trade is left as it is
+	return nil
 }

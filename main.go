@@ -1,16 +1,20 @@
 // Command paynotify receives Alipay's payment notifications and applies
 // every real payment to its order exactly once.
 //
-//	paynotify serve     run the service (configured by the environment)
-//	paynotify migrate   apply database migrations, then exit
-//	paynotify consume   run the accounting consumer (NATS JetStream)
-//	paynotify dev       run on an embedded SQLite with demo data and dev keys
-//	paynotify sign      sign a notification form with a private key (QA)
+//	paynotify serve        run the service (configured by the environment)
+//	paynotify migrate      apply database migrations, then exit
+//	paynotify consume      run the accounting consumer (NATS JetStream)
+//	paynotify dev          run on an embedded SQLite with demo data and dev keys
+//	paynotify sign         sign a notification form with a private key (QA)
+//	paynotify healthcheck  ask a running service whether it is ready (containers)
+//
+// Every command answers -h with its usage.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,14 +23,17 @@ import (
 	"syscall"
 )
 
-const usage = `usage: paynotify <command>
+const usage = `usage: paynotify <command> [flags]
 
 commands:
-  serve     run the service; configuration from the environment (see README)
-  migrate   apply database migrations and exit
-  consume   run the accounting consumer of the event stream (needs NATS_URL)
-  dev       run on an embedded SQLite with demo orders and development keys
-  sign      sign a notification form: paynotify sign -key KEY.pem [-set k=v ...] [FILE]
+  serve        run the service; configuration from the environment (see README)
+  migrate      apply database migrations and exit
+  consume      run the accounting consumer of the event stream (needs NATS_URL)
+  dev          run on an embedded SQLite with demo orders and development keys
+  sign         sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
+  healthcheck  exit 0 if the service at HTTP_ADDR answers /readyz, else 1
+
+paynotify <command> -h shows a command's flags.
 `
 
 func main() {
@@ -34,10 +41,21 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := environment{args: os.Args[1:], environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	if err := run(ctx, env); err != nil {
-		fmt.Fprintln(os.Stderr, "paynotify:", err)
-		os.Exit(1)
+	os.Exit(exitCode(run(ctx, env), os.Stderr))
+}
+
+// exitCode reports err and says how the process ends: 0 for success and
+// for -h, 2 for a command line it could not use, 1 for anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2 // the usage is printed already
 	}
+	fmt.Fprintln(stderr, "paynotify:", err)
+	return 1
 }
 
 // tuneGC trades memory the service does not need for CPU it does: the
@@ -65,7 +83,7 @@ type environment struct {
 func run(ctx context.Context, env environment) error {
 	if len(env.args) == 0 {
 		fmt.Fprint(env.stderr, usage)
-		return errors.New("no command")
+		return usageError{errors.New("no command")}
 	}
 	cmd, env2 := env.args[0], env
 	env2.args = env.args[1:]
@@ -80,10 +98,12 @@ func run(ctx context.Context, env environment) error {
 		return consumeCmd(ctx, env2)
 	case "sign":
 		return sign(env2)
-	case "help", "-h", "--help":
+	case "healthcheck":
+		return healthcheck(ctx, env2)
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return nil
 	}
-	fmt.Fprint(env.stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
+	fmt.Fprintf(env.stderr, "paynotify: unknown command %q\n\n%s", cmd, usage)
+	return usageError{fmt.Errorf("unknown command %q", cmd)}
 }

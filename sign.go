@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -17,20 +16,23 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
+const signUsage = `usage: paynotify sign [-key KEY.pem] [-set k=v ...] [FORM_FILE|-]
+
+Reads a URL-encoded notification form (FORM_FILE, or standard input),
+applies the -set changes, signs it by Alipay's rule and prints the signed
+form, ready for curl --data @-. The default key is the development
+"Alipay" key that paynotify dev trusts.
+`
+
 // sign reads a URL-encoded form (a file, or standard input), applies -set
 // changes, signs it by Alipay's rule and prints the signed form, ready for
 // curl --data @-.
 func sign(env environment) error {
-	flags := flag.NewFlagSet("sign", flag.ContinueOnError)
-	flags.SetOutput(env.stderr)
+	flags := newFlags("sign", signUsage)
 	keyFile := flags.String("key", "testdata/dev/alipay_private_key.pem", "private key that signs (PEM or bare base64)")
 	var sets setFlags
 	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned)")
-	flags.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: paynotify sign [-key KEY.pem] [-set k=v ...] [FORM_FILE|-]")
-		flags.PrintDefaults()
-	}
-	if err := flags.Parse(env.args); err != nil {
+	if err := parseFlags(flags, env, 1); err != nil {
 		return err
 	}
 	var in io.Reader = env.stdin

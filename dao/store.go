@@ -57,11 +57,17 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 		}
 		dialector = gormmysql.New(gormmysql.Config{DSN: full, SkipInitializeWithVersion: true})
 	case DriverSQLite:
+		if err := checkSQLitePath(dsn); err != nil {
+			return nil, err
+		}
 		dialector = sqlite.Open(SQLiteDSN(dsn))
 	default:
 		return nil, fmt.Errorf("DB_DRIVER %q: want mysql or sqlite", driver)
 	}
 	db, err := gorm.Open(dialector, cfg)
+	if err != nil && driver == DriverSQLite {
+		return nil, explainSQLiteOpen(dsn, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", driver, err)
 	}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// commands are every subcommand, for the tests that hold for all of them.
+var commands = []string{"serve", "migrate", "consume", "dev", "sign", "healthcheck"}
+
+// runCommand runs the program in-process with a database path of its own
+// in the environment, and returns the error, what it printed, and whether
+// the database file exists afterwards.
+func runCommand(t *testing.T, args ...string) (err error, stdout, stderr string, dbCreated bool) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "touched.db")
+	// With an -h or a bad flag nothing may start: were it to, these make it
+	// work on the test's own files and addresses, never a real service.
+	args = append(args[:1:1], append([]string{}, args[1:]...)...)
+	if args[0] == "dev" {
+		args = append(args, "-db", db)
+	}
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a command that starts serving stops at once
+	err = run(ctx, environment{
+		args:    args,
+		environ: []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "HTTP_ADDR=127.0.0.1:0", "NATS_URL=nats://127.0.0.1:1"},
+		stdin:   strings.NewReader(""), stdout: &out, stderr: &errOut,
+	})
+	_, statErr := os.Stat(db)
+	return err, out.String(), errOut.String(), statErr == nil
+}
+
+// -h and --help print the command's usage on stdout and exit 0, having
+// done nothing: migrate -h migrates nothing, serve -h serves nothing.
+func TestCommandHelp(t *testing.T) {
+	for _, cmd := range commands {
+		for _, h := range []string{"-h", "--help", "-help"} {
+			t.Run(cmd+h, func(t *testing.T) {
+				err, stdout, stderr, touched := runCommand(t, cmd, h)
+				if !errors.Is(err, flag.ErrHelp) || exitCode(err, &bytes.Buffer{}) != 0 {
+					t.Fatalf("%s %s: err %v (exit %d), want the usage and exit 0\n%s", cmd, h, err, exitCode(err, &bytes.Buffer{}), stderr)
+				}
+				if !strings.HasPrefix(stdout, "usage: paynotify "+cmd) {
+					t.Errorf("%s %s printed on stdout:\n%s", cmd, h, stdout)
+				}
+				if stderr != "" {
+					t.Errorf("%s %s printed on stderr:\n%s", cmd, h, stderr)
+				}
+				if touched {
+					t.Errorf("%s %s created the database", cmd, h)
+				}
+			})
+		}
+	}
+}
+
+// An unknown flag or a stray argument is refused: exit 2, the problem
+// and the usage on stderr, nothing done.
+func TestCommandRefusesUnknownFlags(t *testing.T) {
+	for _, cmd := range commands {
+		for _, bad := range []struct {
+			args []string
+			want string // in stderr
+		}{
+			{args: []string{"-no-such-flag"}, want: "flag provided but not defined: -no-such-flag"},
+			{args: []string{"--dry-run"}, want: "flag provided but not defined: -dry-run"},
+			{args: []string{"stray", "arguments"}, want: "unexpected argument"},
+		} {
+			t.Run(cmd+strings.Join(bad.args, "_"), func(t *testing.T) {
+				err, stdout, stderr, touched := runCommand(t, append([]string{cmd}, bad.args...)...)
+				var errOut bytes.Buffer
+				if code := exitCode(err, &errOut); code != 2 {
+					t.Fatalf("%s %v: err %v, exit %d; want exit 2\n%s%s", cmd, bad.args, err, code, stderr, errOut.String())
+				}
+				if !strings.Contains(stderr, bad.want) ||
+					!strings.Contains(stderr, "usage: paynotify "+cmd) {
+					t.Errorf("%s %v: stderr does not name the problem and show the usage:\n%s", cmd, bad.args, stderr)
+				}
+				if stdout != "" {
+					t.Errorf("%s %v printed on stdout:\n%s", cmd, bad.args, stdout)
+				}
+				if touched {
+					t.Errorf("%s %v created the database", cmd, bad.args)
+				}
+			})
+		}
+	}
+	t.Run("UnknownCommand", func(t *testing.T) {
+		err, _, stderr, _ := runCommand(t, "serv")
+		if code := exitCode(err, &bytes.Buffer{}); code != 2 || !strings.Contains(stderr, `"serv"`) {
+			t.Errorf("unknown command: exit %d, stderr:\n%s", code, stderr)
+		}
+	})
+}
+
+// A second dev on a busy port fails on the port before it touches the
+// database: the first one's data is still there, on disk.
+func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "pay_demo_1001.form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := post(t, base+"/alipay/notify", strings.TrimSpace(string(body))); got != "success" {
+		t.Fatalf("notify answered %q", got)
+	}
+
+	var out bytes.Buffer
+	err = run(context.Background(), environment{args: []string{"dev", "-db", db, "-addr", strings.TrimPrefix(base, "http://")},
+		stdin: strings.NewReader(""), stdout: &out, stderr: &out})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("second dev: %v, want the busy address\n%s", err, &out)
+	}
+
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	o, err := store.Order(context.Background(), "DEMO-1001")
+	if err != nil || o.Status != model.OrderPaid {
+		t.Fatalf("DEMO-1001 on disk after the second dev: %+v, %v; want paid", o, err)
+	}
+}
+
+// dev listens on loopback unless -addr or HTTP_ADDR says otherwise: its
+// keys and admin token are public.
+func TestDevListenAddr(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		environ []string
+		want    string
+	}{
+		{name: "Default", want: "127.0.0.1:8080"},
+		{name: "HTTPAddr", environ: []string{"HTTP_ADDR=:9090"}, want: ":9090"},
+		{name: "Flag", args: []string{"-addr", ":7070"}, environ: []string{"HTTP_ADDR=:9090"}, want: ":7070"},
+		{name: "FlagSaysDefault", args: []string{"-addr", "127.0.0.1:8080"}, environ: []string{"HTTP_ADDR=:9090"}, want: "127.0.0.1:8080"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flags := newFlags("dev", devUsage)
+			addr := flags.String("addr", devDefaultAddr, "")
+			if err := flags.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := devListenAddr(flags, *addr, c.environ); got != c.want {
+				t.Errorf("dev listens on %q, want %q", got, c.want)
+			}
+		})
+	}
+}
