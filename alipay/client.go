@@ -58,9 +58,10 @@ type Config struct {
 // Client verifies notifications for one merchant and makes outbound calls
 // through smartwalle. It is safe for concurrent use.
 type Client struct {
-	sdk      *smartwalle.Client
-	appID    string
-	sellerID string
+	sdk        *smartwalle.Client
+	appID      string
+	sellerID   string
+	production bool
 }
 
 // New checks cfg and loads its keys. Errors name the setting at fault and
@@ -110,7 +111,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{sdk: sdk, appID: cfg.AppID, sellerID: cfg.SellerID}, nil
+	return &Client{sdk: sdk, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production}, nil
 }
 
 // SDK returns the smartwalle client, configured and keyed, for outbound

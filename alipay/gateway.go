@@ -197,6 +197,10 @@ func errorOf(rsp any) *smartwalle.Error {
 		if r != nil {
 			return &r.Error
 		}
+	case *smartwalle.BillDownloadURLQueryRsp:
+		if r != nil {
+			return &r.Error
+		}
 	}
 	return nil
 }

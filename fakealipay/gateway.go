@@ -32,6 +32,8 @@ type call struct {
 		TotalAmount  string `json:"total_amount"`
 		RefundAmount string `json:"refund_amount"`
 		OutRequestNo string `json:"out_request_no"`
+		BillType     string `json:"bill_type"`
+		BillDate     string `json:"bill_date"`
 	}
 	// base is this fake's URL as the caller reached it, ending in "/".
 	base string
@@ -65,7 +67,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	case MethodPagePay, MethodWapPay:
 		s.cashierOpen(w, r, c, f)
 		return
-	case MethodPrecreate, MethodQuery, MethodClose, MethodRefund, MethodRefundQuery:
+	case MethodPrecreate, MethodQuery, MethodClose, MethodRefund, MethodRefundQuery, MethodBillURL:
 	default:
 		// Alipay answers an unknown method in error_response, unsigned:
 		// smartwalle returns it as an error of type *alipay.Error.
@@ -131,6 +133,8 @@ func (s *Server) api(c *call) any {
 		answer, err = s.refundCall(c)
 	case MethodRefundQuery:
 		answer, err = s.refundQuery(c)
+	case MethodBillURL:
+		answer, err = s.billURL(c)
 	}
 	if err != nil {
 		return failureOf(err)
@@ -233,6 +237,9 @@ var subMsgs = map[string]string{
 	"isv.invalid-app-id":             "无效的AppID参数",
 	"isv.invalid-signature":          "验签出错，建议检查签名字符串或签名私钥与应用公钥是否匹配",
 	"isv.invalid-parameter":          "参数无效",
+	"isp.bill_not_exist":             "账单不存在",
+	"isv.invalid-bill-type":          "账单类型不正确",
+	"isv.invalid-bill-date":          "账单时间格式不正确",
 }
 
 // codeMsgs is Alipay's msg for each public code.

@@ -1,10 +1,12 @@
 // Package fakealipay is a stand-in for Alipay's open-platform gateway, for
 // tests and `paynotify dev`. It serves the gateway methods paynotify calls
-// (precreate, page and wap pay, query, close, refund, refund query) and a
-// cashier page, keeps trades in memory, and signs its answers and
-// notifications with its own key, which the service trusts in tests and dev
-// only. Tests can make it fail or drop calls, answer too late, and lose,
-// duplicate, hold or reorder notifications, to drive the compensation paths.
+// (precreate, page and wap pay, query, close, refund, refund query, the
+// trade bill's download URL), a cashier page and the bill ZIPs, keeps
+// trades in memory, and signs its answers and notifications with its own
+// key, which the service trusts in tests and dev only. Tests can make it
+// fail or drop calls, answer too late, lose, duplicate, hold or reorder
+// notifications, and make its bill differ from its trades, to drive the
+// compensation paths and reconciliation.
 //
 // Production never reaches it: the smartwalle client is pointed here only
 // through its sandbox gateway option (alipay.Config.SandboxGateway).
@@ -68,6 +70,7 @@ type Server struct {
 	hold     bool
 	copies   int
 	inflight int // background notifications not yet settled
+	bill     billState
 }
 
 // New checks cfg and returns a fake with no trades.
@@ -118,6 +121,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /gateway.do", s.gateway)
 	mux.HandleFunc("GET /cashier/{trade_no}", s.cashier)
 	mux.HandleFunc("POST /cashier/pay", s.cashierPay)
+	mux.HandleFunc("GET /bill/{file}", s.billDownload)
 	return mux
 }
 
