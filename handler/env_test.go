@@ -63,13 +63,13 @@ func newServer(tb testing.TB, store *dao.Store) *server {
 	if err != nil {
 		tb.Fatalf("alipay.New: %v", err)
 	}
-	h := handler.New(handler.Deps{
+	h := validated(tb, handler.New(handler.Deps{
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Verifier: verifier,
 		Payments: service.NewPayments(store),
 		DB:       store,
 		Registry: prometheus.NewRegistry(),
-	})
+	}))
 	return &server{store: store, h: h, signKey: devKey(tb, "alipay_private_key.pem")}
 }
 

@@ -82,6 +82,7 @@ func New(d Deps) http.Handler {
 		}
 	}
 
+	r.GET("/openapi.yaml", serveOpenAPI)
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)

@@ -43,14 +43,14 @@ func newShop(t *testing.T, store *dao.Store) *shop {
 	t.Helper()
 	ctx := t.Context()
 	s := &shop{store: store, payments: service.NewPayments(store), unknown: 1_000_000}
-	s.h = handler.New(handler.Deps{
+	s.h = validated(t, handler.New(handler.Deps{
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Payments:  s.payments,
 		Orders:    service.NewOrders(store),
 		JWTSecret: jwtSecret,
 		DB:        store,
 		Registry:  prometheus.NewRegistry(),
-	})
+	}))
 	must := func(id int64, err error) int64 {
 		t.Helper()
 		if err != nil {

@@ -38,6 +38,9 @@ type cashier struct {
 	store *dao.Store
 	fake  *fakealipay.Server
 	url   string // the service's base URL
+	// routes is handler.New's answer with every part switched on, before
+	// the test's OpenAPI check wraps it.
+	routes http.Handler
 }
 
 func newCashier(t *testing.T, store *dao.Store) *cashier {
@@ -71,7 +74,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := service.NewPayments(store)
-	srv := httptest.NewUnstartedServer(handler.New(handler.Deps{
+	c.routes = handler.New(handler.Deps{
 		Log:        log,
 		Verifier:   client,
 		Payments:   payments,
@@ -83,7 +86,8 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		Refunds:    service.NewRefunds(store, client, log),
 		DB:         store,
 		Registry:   prometheus.NewRegistry(),
-	}))
+	})
+	srv := httptest.NewUnstartedServer(validated(t, c.routes))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

@@ -1,0 +1,253 @@
+package handler_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/gin-gonic/gin"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+)
+
+// specFile is the OpenAPI document handler embeds and serves.
+const specFile = "openapi.yaml"
+
+// outsideSpec lists the routes the OpenAPI document does not describe:
+// Alipay's protocol, the probes, Prometheus, the document itself, and the
+// fake Alipay that `dev` mounts.
+var outsideSpec = []string{"/alipay/notify", "/healthz", "/readyz", "/metrics", "/openapi.yaml", "/fake-alipay"}
+
+func isOutsideSpec(path string) bool {
+	return slices.ContainsFunc(outsideSpec, func(p string) bool {
+		return path == p || strings.HasPrefix(path, p+"/")
+	})
+}
+
+// loadSpec reads and checks the document once for the whole package.
+var loadSpec = sync.OnceValues(func() (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(specFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		return nil, err
+	}
+	return doc, nil
+})
+
+func mustSpec(tb testing.TB) *openapi3.T {
+	tb.Helper()
+	doc, err := loadSpec()
+	if err != nil {
+		tb.Fatalf("%s: %v", specFile, err)
+	}
+	return doc
+}
+
+// findRoute matches a request to the document's operation the way gin
+// routes it: segment by segment on the escaped path, a literal segment
+// before a parameter, and parameters handed over unescaped (so an
+// idempotency key holding "/" is one segment).
+func findRoute(doc *openapi3.T, r *http.Request) (*routers.Route, map[string]string, error) {
+	got := strings.Split(r.URL.EscapedPath(), "/")
+	var best *routers.Route
+	var bestParams map[string]string
+	bestLiterals := -1
+	for path, item := range doc.Paths.Map() {
+		want := strings.Split(path, "/")
+		if len(want) != len(got) {
+			continue
+		}
+		params, literals, ok := map[string]string{}, 0, true
+		for i, w := range want {
+			if name, isParam := strings.CutPrefix(w, "{"); isParam {
+				v, err := url.PathUnescape(got[i])
+				if err != nil || v == "" {
+					ok = false
+					break
+				}
+				params[strings.TrimSuffix(name, "}")] = v
+				continue
+			}
+			if w != got[i] {
+				ok = false
+				break
+			}
+			literals++
+		}
+		if ok && literals > bestLiterals {
+			best = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: r.Method, Operation: item.GetOperation(r.Method)}
+			bestParams, bestLiterals = params, literals
+		}
+	}
+	switch {
+	case best == nil:
+		return nil, nil, routers.ErrPathNotFound
+	case best.Operation == nil:
+		return nil, nil, routers.ErrMethodNotAllowed
+	}
+	return best, bestParams, nil
+}
+
+// bearerPresent is the document's security as a client can check it: a
+// bearer token is sent. Whether it is a good one is the service's call
+// (401, which the document describes).
+func bearerPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	tok, ok := strings.CutPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(tok) == "" {
+		return in.NewError(errors.New("no bearer token"))
+	}
+	return nil
+}
+
+// validated wraps the service's handler so that every request the tests
+// send through it, and every answer, is checked against the OpenAPI
+// document; a mismatch fails tb:
+//   - the route must be in the document (unless it is outsideSpec);
+//   - the answer — status, headers, body — must be one the document gives
+//     for that operation;
+//   - a request the document refuses must be refused (4xx) by the service.
+//
+// A request the document accepts may still be refused for what a schema
+// cannot say (a SKU twice, an unknown order).
+func validated(tb testing.TB, h http.Handler) http.Handler {
+	tb.Helper()
+	doc := mustSpec(tb)
+	opts := &openapi3filter.Options{
+		IncludeResponseStatus: true,
+		MultiError:            true,
+		SkipSettingDefaults:   true,
+		AuthenticationFunc:    bearerPresent,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isOutsideSpec(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		what := r.Method + " " + r.URL.RequestURI()
+		route, params, err := findRoute(doc, r)
+		if err != nil {
+			tb.Errorf("%s: %v in %s", what, err, specFile)
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			tb.Errorf("%s: read body: %v", what, err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		vr := r.Clone(r.Context())
+		vr.Body = io.NopCloser(bytes.NewReader(body))
+		in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: opts}
+		reqErr := openapi3filter.ValidateRequest(r.Context(), in)
+
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+
+		out := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
+			Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())), Options: opts,
+		}
+		if err := openapi3filter.ValidateResponse(r.Context(), out); err != nil {
+			tb.Errorf("%s answered %d %s\nwhich %s does not allow for %s %s: %v", what, rec.Code, rec.Body, specFile, route.Method, route.Path, err)
+		}
+		if reqErr != nil && rec.Code < 400 {
+			tb.Errorf("%s: %s refuses this request (%v), but the service answered %d %s", what, specFile, reqErr, rec.Code, rec.Body)
+		}
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// placeholders turns both "/orders/:sn" (gin) and "/orders/{order_sn}"
+// (OpenAPI) into "/orders/{}", so routes compare by shape.
+func placeholders(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") || strings.HasPrefix(s, "{") {
+			segs[i] = "{}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// Every route the service registers (with every part switched on) is in
+// the OpenAPI document, and every operation of the document is a route:
+// a new route fails here until it is described.
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	store := daotest.Open(t, dao.DriverSQLite)
+	c := newCashier(t, store)
+	engine, ok := c.routes.(*gin.Engine)
+	if !ok {
+		t.Fatalf("handler.New returned %T, not a *gin.Engine: list its routes another way", c.routes)
+	}
+	var served []string
+	for _, r := range engine.Routes() {
+		if !isOutsideSpec(r.Path) {
+			served = append(served, r.Method+" "+placeholders(r.Path))
+		}
+	}
+	var described []string
+	for path, item := range mustSpec(t).Paths.Map() {
+		for method := range item.Operations() {
+			described = append(described, method+" "+placeholders(path))
+		}
+	}
+	slices.Sort(served)
+	slices.Sort(described)
+	if len(served) == 0 {
+		t.Fatal("no routes registered")
+	}
+	for _, r := range served {
+		if !slices.Contains(described, r) {
+			t.Errorf("route %s is not in %s", r, specFile)
+		}
+	}
+	for _, d := range described {
+		if !slices.Contains(served, d) {
+			t.Errorf("%s describes %s, which the service does not serve", specFile, d)
+		}
+	}
+}
+
+// GET /openapi.yaml serves the document as it is in the repository,
+// without a token.
+func TestOpenAPIServed(t *testing.T) {
+	store := daotest.Open(t, dao.DriverSQLite)
+	c := newCashier(t, store)
+	want, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(c.url + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/yaml" || !bytes.Equal(got, want) {
+		t.Fatalf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml with the %d bytes of %s",
+			resp.StatusCode, resp.Header.Get("Content-Type"), len(got), len(want), specFile)
+	}
+}
