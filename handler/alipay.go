@@ -67,10 +67,13 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 		return "", err
 	}
 	logAlso(c, "notify_id", n.NotifyID, "trade_status", n.TradeStatus)
+	for _, d := range n.Dropped {
+		logger(c).Warn("notification field dropped", "field", d)
+	}
 	if n.IsRefund() {
 		// Money going back is never a payment. The refund worker confirms
 		// it by query; the notice only hurries it.
-		if a.refunds != nil {
+		if a.refunds != nil && model.ValidID(n.OutBizNo) {
 			if err := a.refunds.Notified(ctx, n.OutBizNo); err != nil {
 				return "", err
 			}

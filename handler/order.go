@@ -40,7 +40,11 @@ func (o *Orders) Place(c *gin.Context) {
 
 // Get handles GET /api/v1/orders/{order_sn}.
 func (o *Orders) Get(c *gin.Context) {
-	view, err := o.orders.Get(c.Request.Context(), member(c), c.Param("sn"))
+	sn, ok := orderSN(c)
+	if !ok {
+		return
+	}
+	view, err := o.orders.Get(c.Request.Context(), member(c), sn)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -50,7 +54,11 @@ func (o *Orders) Get(c *gin.Context) {
 
 // Cancel handles POST /api/v1/orders/{order_sn}/cancel.
 func (o *Orders) Cancel(c *gin.Context) {
-	view, err := o.orders.Cancel(c.Request.Context(), member(c), c.Param("sn"))
+	sn, ok := orderSN(c)
+	if !ok {
+		return
+	}
+	view, err := o.orders.Cancel(c.Request.Context(), member(c), sn)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -70,6 +78,18 @@ func (o *Orders) RequestStatus(c *gin.Context) {
 		resp["order"] = json.RawMessage(body)
 	}
 	writeJSON(c, http.StatusOK, resp)
+}
+
+// orderSN is the order_sn the path names. One that cannot name an order
+// (model.ValidID: non-ASCII, too long) is answered 404 here, before any
+// query.
+func orderSN(c *gin.Context) (string, bool) {
+	sn := c.Param("sn")
+	if !model.ValidID(sn) {
+		apiError(c, model.ErrOrderNotFound)
+		return "", false
+	}
+	return sn, true
 }
 
 // decodeJSON reads a bounded JSON body with no unknown fields.

@@ -20,6 +20,10 @@ type Pay struct {
 // Idempotency-Key is required; the answer is the same for the same order
 // and method until the trade closes, whatever the key.
 func (p *Pay) Start(c *gin.Context) {
+	sn, ok := orderSN(c)
+	if !ok {
+		return
+	}
 	if !model.ValidIdempotencyKey(c.GetHeader("Idempotency-Key")) {
 		apiError(c, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest))
 		return
@@ -31,7 +35,7 @@ func (p *Pay) Start(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	v, err := p.checkout.Start(c.Request.Context(), member(c), c.Param("sn"), req.Method)
+	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, req.Method)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -59,6 +63,10 @@ func newRefundView(f model.Refund) refundView {
 // after-sale refund, under an Idempotency-Key. 202: the refund worker
 // carries it out.
 func (a *Admin) Refund(c *gin.Context) {
+	sn, ok := orderSN(c)
+	if !ok {
+		return
+	}
 	var req struct {
 		Amount string `json:"amount"`
 		Reason string `json:"reason"`
@@ -76,7 +84,7 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))
 		return
 	}
-	f, err := a.refunds.Request(c.Request.Context(), c.Param("sn"), c.GetHeader("Idempotency-Key"), amount, req.Reason)
+	f, err := a.refunds.Request(c.Request.Context(), sn, c.GetHeader("Idempotency-Key"), amount, req.Reason)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -86,7 +94,11 @@ func (a *Admin) Refund(c *gin.Context) {
 
 // Refunds handles GET /admin/orders/{order_sn}/refunds.
 func (a *Admin) Refunds(c *gin.Context) {
-	fs, err := a.ops.Refunds(c.Request.Context(), c.Param("sn"))
+	sn, ok := orderSN(c)
+	if !ok {
+		return
+	}
+	fs, err := a.ops.Refunds(c.Request.Context(), sn)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -95,5 +107,5 @@ func (a *Admin) Refunds(c *gin.Context) {
 	for i, f := range fs {
 		out[i] = newRefundView(f)
 	}
-	writeJSON(c, http.StatusOK, gin.H{"order_sn": c.Param("sn"), "refunds": out})
+	writeJSON(c, http.StatusOK, gin.H{"order_sn": sn, "refunds": out})
 }

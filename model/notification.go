@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 )
@@ -28,23 +29,34 @@ var Beijing = time.FixedZone("CST", 8*60*60)
 // alipayTime is the layout of gmt_payment, notify_time and friends.
 const alipayTime = "2006-01-02 15:04:05"
 
-var (
-	// amountPattern: positive, at most 2 decimals, fits DECIMAL(18,2).
-	amountPattern = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
-	// idPattern: visible ASCII, but no '&' or '=': the signed content joins
-	// "k=v" pairs with '&', so an identifier holding them could be a
-	// neighbouring field glued onto it.
-	idPattern = regexp.MustCompile(`^[\x21-\x25\x27-\x3c\x3e-\x7e]+$`)
-)
+// amountPattern: positive, at most 2 decimals, fits DECIMAL(18,2).
+var amountPattern = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
+
+// maxNotifyIDLen is notify_id's documented length, String(128); the column
+// holds as much.
+const maxNotifyIDLen = 128
+
+// notifyIDPattern: a notify_id is visible ASCII (Alipay sends hex), as its
+// column is.
+var notifyIDPattern = regexp.MustCompile(`^[\x21-\x7e]+$`)
+
+// earliestPayment is before any Alipay payment (Alipay opened in December
+// 2004); paymentSkew is how far gmt_payment may run ahead of our clock.
+var earliestPayment = time.Date(2004, 1, 1, 0, 0, 0, 0, Beijing)
+
+const paymentSkew = 24 * time.Hour
 
 // Notification is a verified Alipay notification, parsed and validated.
 type Notification struct {
+	// NotifyID is kept for reference only; empty if Alipay's was unusable
+	// (see Dropped).
 	NotifyID    string
 	TradeStatus TradeStatus
 	OutTradeNo  string
 	TradeNo     string
 	TotalAmount decimal.Decimal
-	// GmtPayment is when the buyer paid, in UTC; nil if Alipay sent none.
+	// GmtPayment is when the buyer paid, in UTC; nil if Alipay sent none,
+	// or one no payment can have (see Dropped).
 	GmtPayment *time.Time
 	// RefundFee and OutBizNo are set on refund notifications: Alipay resends
 	// TRADE_SUCCESS (partial) or TRADE_CLOSED (full) with the refunded total
@@ -52,6 +64,10 @@ type Notification struct {
 	RefundFee string
 	OutBizNo  string
 	GmtRefund string
+	// Dropped says, one line each, which reference fields were unusable
+	// and left out. They never decide anything, so the notification is
+	// still applied without them; the caller logs the lines as warnings.
+	Dropped []string
 }
 
 // IsRefund reports whether the notification reports a refund, not a
@@ -64,20 +80,39 @@ func (n Notification) IsRefund() bool {
 // form. Only a payment (a paying status, TRADE_SUCCESS or TRADE_FINISHED,
 // and no refund fields) is validated further; other notifications come
 // back with just their status, id and refund fields set.
-// Errors wrap ErrInvalidNotification.
+//
+// The fields that decide must be identifiers (ValidID) — out_trade_no of
+// at most 64 characters, as Alipay documents, trade_no of at most 128, as
+// its column holds — and total_amount a positive amount with at most two
+// decimals; errors wrap ErrInvalidNotification. Fields kept
+// only for reference never refuse a payment: a notify_id that is not 1 to
+// 128 visible ASCII characters, and a gmt_payment that is not a time in
+// Alipay's layout between 2004 and a day from now, are left out and named
+// in Dropped (payment_time is then when the payment was observed).
 func ParseNotification(get func(string) string) (Notification, error) {
-	n := Notification{NotifyID: get("notify_id"), TradeStatus: TradeStatus(get("trade_status")),
+	n := Notification{TradeStatus: TradeStatus(get("trade_status")),
 		RefundFee: get("refund_fee"), OutBizNo: get("out_biz_no"), GmtRefund: get("gmt_refund")}
+	if id := get("notify_id"); len(id) <= maxNotifyIDLen && notifyIDPattern.MatchString(id) {
+		n.NotifyID = id
+	} else if id != "" {
+		n.drop("notify_id %q (%d bytes): not 1 to %d visible ASCII characters", clip(id), len(id), maxNotifyIDLen)
+	}
 	if !n.TradeStatus.Paid() || n.IsRefund() {
+		if n.OutBizNo != "" && !ValidID(n.OutBizNo) {
+			// It only hurries the refund worker, which confirms by query.
+			n.drop("out_biz_no %q: not an identifier of ours, not looked up", clip(n.OutBizNo))
+		}
 		return n, nil
 	}
 	n.OutTradeNo = get("out_trade_no")
-	if len(n.OutTradeNo) > 64 || !idPattern.MatchString(n.OutTradeNo) {
-		return n, fmt.Errorf("%w: out_trade_no %q", ErrInvalidNotification, clip(n.OutTradeNo))
+	if !ValidID(n.OutTradeNo) || len(n.OutTradeNo) > maxOutTradeNoLen {
+		return n, fmt.Errorf("%w: out_trade_no %q: want 1 to %d visible ASCII characters without '&' or '='",
+			ErrInvalidNotification, clip(n.OutTradeNo), maxOutTradeNoLen)
 	}
 	n.TradeNo = get("trade_no")
-	if len(n.TradeNo) > 128 || !idPattern.MatchString(n.TradeNo) {
-		return n, fmt.Errorf("%w: trade_no %q", ErrInvalidNotification, clip(n.TradeNo))
+	if !ValidID(n.TradeNo) {
+		return n, fmt.Errorf("%w: trade_no %q: want 1 to %d visible ASCII characters without '&' or '='",
+			ErrInvalidNotification, clip(n.TradeNo), maxIDLen)
 	}
 	amount, err := ParseAmount(get("total_amount"))
 	if err != nil {
@@ -86,13 +121,22 @@ func ParseNotification(get func(string) string) (Notification, error) {
 	n.TotalAmount = amount
 	if s := get("gmt_payment"); s != "" {
 		t, err := time.ParseInLocation(alipayTime, s, Beijing)
-		if err != nil {
-			return n, fmt.Errorf("%w: gmt_payment %q", ErrInvalidNotification, clip(s))
+		switch {
+		case err != nil:
+			n.drop("gmt_payment %q: not a time in Alipay's layout %q", clip(s), alipayTime)
+		case t.Before(earliestPayment) || t.After(time.Now().Add(paymentSkew)):
+			n.drop("gmt_payment %q: no Alipay payment is dated so (want 2004 to a day from now)", s)
+		default:
+			t = t.UTC()
+			n.GmtPayment = &t
 		}
-		t = t.UTC()
-		n.GmtPayment = &t
 	}
 	return n, nil
+}
+
+// drop records a reference field left out, and why.
+func (n *Notification) drop(format string, args ...any) {
+	n.Dropped = append(n.Dropped, fmt.Sprintf(format, args...))
 }
 
 // ParseAmount parses a yuan amount as Alipay writes it ("100.00"): positive,
@@ -116,8 +160,12 @@ func FormatAlipayTime(t time.Time) string { return t.In(Beijing).Format(alipayTi
 
 // clip keeps error messages (and logs) short whatever a client sends.
 func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // never split a character
+	}
+	return s[:cut] + "…"
 }

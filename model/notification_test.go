@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 )
@@ -63,11 +64,12 @@ func TestParseNotification(t *testing.T) {
 		{"TooLarge", []string{"total_amount", "12345678901234567.00"}},
 		{"EmptyTradeNo", []string{"trade_no", ""}},
 		{"LongTradeNo", []string{"trade_no", strings.Repeat("7", 129)}},
+		{"NonASCIITradeNo", []string{"trade_no", "2026113022001🙂"}},
+		{"LongOutTradeNo", []string{"out_trade_no", strings.Repeat("S", 65)}},
 		{"SpaceInOutTradeNo", []string{"out_trade_no", "A B"}},
 		{"NonASCIIOutTradeNo", []string{"out_trade_no", "订单"}},
 		{"GluedFieldInOutTradeNo", []string{"out_trade_no", "SN-1&point_amount=0.00"}},
 		{"GluedFieldInTradeNo", []string{"trade_no", "2026113022001&trade_status=TRADE_SUCCESS"}},
-		{"BadPaymentTime", []string{"gmt_payment", "yesterday"}},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,6 +77,88 @@ func TestParseNotification(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalidNotification", err)
 			}
 		})
+	}
+}
+
+// Fields kept only for reference never refuse a payment: an unusable one
+// is left out, with a reason, and the rest parses as before.
+func TestParseNotificationDropsReferenceFields(t *testing.T) {
+	cases := []struct {
+		name string
+		kv   []string
+		// notifyID and paidAt are what must be kept ("" / zero: nothing).
+		notifyID string
+		paidAt   time.Time
+	}{
+		{"NotifyID128Kept", []string{"notify_id", strings.Repeat("a", 128)}, strings.Repeat("a", 128), paidAt},
+		{"NotifyID129Dropped", []string{"notify_id", strings.Repeat("a", 129)}, "", paidAt},
+		{"NotifyIDNonASCIIDropped", []string{"notify_id", "通知-1"}, "", paidAt},
+		{"NotifyIDWithSpaceDropped", []string{"notify_id", "n 1"}, "", paidAt},
+		{"PaymentTimeUnreadable", []string{"gmt_payment", "yesterday"}, "n1", time.Time{}},
+		{"PaymentTimeYear1", []string{"gmt_payment", "0001-01-01 00:00:00"}, "n1", time.Time{}},
+		{"PaymentTimeBeforeAlipay", []string{"gmt_payment", "2003-12-31 23:59:59"}, "n1", time.Time{}},
+		{"PaymentTimeYear9999", []string{"gmt_payment", "9999-12-31 23:59:59"}, "n1", time.Time{}},
+		{"PaymentTimeTwoDaysAhead", []string{"gmt_payment", FormatAlipayTime(time.Now().Add(48 * time.Hour))}, "n1", time.Time{}},
+		{"PaymentTimeFirstDay", []string{"gmt_payment", "2004-01-01 00:00:00"}, "n1", time.Date(2003, 12, 31, 16, 0, 0, 0, time.UTC)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := ParseNotification(paying(c.kv...))
+			if err != nil {
+				t.Fatalf("refused: %v; a reference field must not refuse a payment", err)
+			}
+			if n.TradeNo != "2026113022001" || n.OutTradeNo != "SN-1" || !n.TotalAmount.Equal(decimal.RequireFromString("100")) {
+				t.Fatalf("deciding fields lost: %+v", n)
+			}
+			if n.NotifyID != c.notifyID {
+				t.Errorf("notify_id = %q, want %q", n.NotifyID, c.notifyID)
+			}
+			switch {
+			case c.paidAt.IsZero() && n.GmtPayment != nil:
+				t.Errorf("gmt_payment kept as %v", n.GmtPayment)
+			case !c.paidAt.IsZero() && (n.GmtPayment == nil || !n.GmtPayment.Equal(c.paidAt)):
+				t.Errorf("gmt_payment = %v, want %v", n.GmtPayment, c.paidAt)
+			}
+			kept := n.NotifyID == c.kv[1] || (n.GmtPayment != nil && c.kv[0] == "gmt_payment")
+			if kept != (len(n.Dropped) == 0) {
+				t.Errorf("Dropped = %q, want a reason exactly when %s is left out", n.Dropped, c.kv[0])
+			}
+			for _, d := range n.Dropped {
+				if !strings.HasPrefix(d, c.kv[0]+" ") || !utf8.ValidString(d) {
+					t.Errorf("reason %q does not name %s (or is not UTF-8)", d, c.kv[0])
+				}
+			}
+		})
+	}
+	t.Run("RefundWithForeignOutBizNo", func(t *testing.T) {
+		n, err := ParseNotification(form("trade_status", "TRADE_CLOSED", "out_biz_no", "退款🙂", "notify_id", "n1"))
+		if err != nil || !n.IsRefund() || len(n.Dropped) != 1 || !strings.HasPrefix(n.Dropped[0], "out_biz_no ") {
+			t.Fatalf("%+v %v: want a refund notice, its out_biz_no named in Dropped", n, err)
+		}
+	})
+	t.Run("LongValueClippedOnACharacter", func(t *testing.T) {
+		n, _ := ParseNotification(paying("notify_id", strings.Repeat("通", 100)))
+		if len(n.Dropped) != 1 || !utf8.ValidString(n.Dropped[0]) || len(n.Dropped[0]) > 200 {
+			t.Fatalf("Dropped = %q: want one short, valid UTF-8 reason", n.Dropped)
+		}
+	})
+}
+
+// paidAt is paying's gmt_payment, Beijing 14:05:02, in UTC.
+var paidAt = time.Date(2026, 11, 30, 6, 5, 2, 0, time.UTC)
+
+func TestValidID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{
+		{"DEMO-1001", true}, {"DEMO-1001-2", true}, {"RP-2026113022001", true}, {strings.Repeat("x", 128), true},
+		{"", false}, {strings.Repeat("x", 129), false}, {"🙂", false}, {"订单1", false}, {"A B", false},
+		{"a\x00b", false}, {"a&b", false}, {"a=b", false}, {"a\tb", false}, {"a\x7f", false},
+	} {
+		if got := ValidID(c.id); got != c.want {
+			t.Errorf("ValidID(%q) = %v, want %v", c.id, got, c.want)
+		}
 	}
 }
 

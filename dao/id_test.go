@@ -1,0 +1,48 @@
+package dao_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+)
+
+// A lookup by something that cannot be an identifier of ours finds
+// nothing, on both drivers, without asking MySQL (which refuses a
+// non-ASCII value against an ASCII column: "Illegal mix of collations").
+func TestForeignIdentifiersFindNothing(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		for _, id := range []string{"🙂", "订单1", "A B", strings.Repeat("9", 129)} {
+			if _, err := store.Order(ctx, id); !errors.Is(err, model.ErrOrderNotFound) {
+				t.Errorf("Order(%q): %v, want ErrOrderNotFound", id, err)
+			}
+			err := store.Tx(ctx, func(tx *dao.Store) error {
+				_, err := tx.OrderForUpdate(ctx, id)
+				return err
+			})
+			if !errors.Is(err, model.ErrOrderNotFound) {
+				t.Errorf("OrderForUpdate(%q): %v, want ErrOrderNotFound", id, err)
+			}
+			if _, err := store.Payment(ctx, model.ProviderAlipay, id); !errors.Is(err, model.ErrPaymentNotFound) {
+				t.Errorf("Payment(%q): %v, want ErrPaymentNotFound", id, err)
+			}
+			if _, err := store.AttemptByOutTradeNo(ctx, id); !errors.Is(err, model.ErrAttemptNotFound) {
+				t.Errorf("AttemptByOutTradeNo(%q): %v, want ErrAttemptNotFound", id, err)
+			}
+			if _, err := store.Refund(ctx, id); !errors.Is(err, model.ErrRefundNotFound) {
+				t.Errorf("Refund(%q): %v, want ErrRefundNotFound", id, err)
+			}
+			if err := store.RetryRefundAt(ctx, id, time.Now(), "notified"); err != nil {
+				t.Errorf("RetryRefundAt(%q): %v, want nothing done", id, err)
+			}
+			if _, _, err := store.TradeLookup(ctx, model.ProviderAlipay, id, "SN-1"); !errors.Is(err, model.ErrInvalidNotification) {
+				t.Errorf("TradeLookup(%q): %v, want ErrInvalidNotification", id, err)
+			}
+		}
+	})
+}
