@@ -76,11 +76,8 @@ func (s *Store) LatestAttempt(ctx context.Context, orderID int64) (model.PayAtte
 // (the mapping never changes once written).
 func (s *Store) AttemptByOutTradeNo(ctx context.Context, outTradeNo string) (model.PayAttempt, error) {
 	var r attemptRecord
-	if !model.ValidID(outTradeNo) {
-		return model.PayAttempt{}, model.ErrAttemptNotFound
-	}
 	err := s.db.WithContext(ctx).Where("out_trade_no = ?", outTradeNo).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, gorm.ErrRecordNotFound) || matchesNothing(err) {
 		return model.PayAttempt{}, model.ErrAttemptNotFound
 	}
 	return r.attempt(), mapErr(err)

@@ -36,6 +36,24 @@ func isMapped(err error) bool {
 	return false
 }
 
+// MySQL's answers to a value its ASCII identifier columns cannot hold
+// (a non-ASCII order_sn, say): "Illegal mix of collations" for two, three
+// or more operands.
+const (
+	mysqlIllegalMix2 = 1267
+	mysqlIllegalMix3 = 1270
+	mysqlIllegalMixN = 1271
+)
+
+// matchesNothing: the statement compared an identifier column with a value
+// no row can hold. The handler's edge refuses such values (model.ValidID);
+// this keeps any other caller's lookup a "not found", never a database
+// error. SQLite simply finds nothing.
+func matchesNothing(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == mysqlIllegalMix2 || me.Number == mysqlIllegalMix3 || me.Number == mysqlIllegalMixN)
+}
+
 func isRetryable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {

@@ -33,13 +33,8 @@ func (s *Store) Order(ctx context.Context, sn string) (model.Order, error) {
 
 func (s *Store) order(ctx context.Context, db *gorm.DB, sn string) (model.Order, error) {
 	var o model.Order
-	if !model.ValidID(sn) {
-		// Compared with the ASCII column, MySQL refuses it outright
-		// ("Illegal mix of collations"); it names no order either way.
-		return o, fmt.Errorf("%w: %q", model.ErrOrderNotFound, sn)
-	}
 	err := db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("order_sn = ?", sn).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, gorm.ErrRecordNotFound) || matchesNothing(err) {
 		return o, fmt.Errorf("%w: %q", model.ErrOrderNotFound, sn)
 	}
 	return o, mapErr(err)

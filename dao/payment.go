@@ -46,12 +46,9 @@ func (s *Store) Payment(ctx context.Context, provider model.Provider, tradeNo st
 
 func (s *Store) payment(ctx context.Context, db *gorm.DB, provider model.Provider, tradeNo string) (model.Payment, error) {
 	var p model.Payment
-	if !model.ValidID(tradeNo) {
-		return p, fmt.Errorf("%w: %s %q", model.ErrPaymentNotFound, provider, tradeNo)
-	}
 	err := db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
 		Where("provider = ? AND trade_no = ?", provider, tradeNo).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, gorm.ErrRecordNotFound) || matchesNothing(err) {
 		return p, fmt.Errorf("%w: %s %q", model.ErrPaymentNotFound, provider, tradeNo)
 	}
 	return p, mapErr(err)
@@ -71,15 +68,15 @@ func (s *Store) PaymentsByOrder(ctx context.Context, orderID int64) ([]model.Pay
 // the payment attempt named by out_trade_no, if any. Both are nil when
 // absent. Rows are never deleted, so what it finds stays found.
 func (s *Store) TradeLookup(ctx context.Context, provider model.Provider, tradeNo, outTradeNo string) (*model.Payment, *model.PayAttempt, error) {
-	if !model.ValidID(tradeNo) || !model.ValidID(outTradeNo) {
-		return nil, nil, fmt.Errorf("%w: trade_no %q, out_trade_no %q", model.ErrInvalidNotification, tradeNo, outTradeNo)
-	}
 	rows, err := s.db.WithContext(ctx).Raw(`
 SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no
   FROM oms_order_payment WHERE provider = ? AND trade_no = ?
 UNION ALL
 SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
   FROM oms_pay_attempt WHERE out_trade_no = ?`, provider, tradeNo, outTradeNo).Rows()
+	if matchesNothing(err) {
+		return nil, nil, nil
+	}
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

@@ -67,11 +67,8 @@ func (s *Store) InsertRefund(ctx context.Context, f model.Refund) (bool, error) 
 // Refund reads a refund without locking.
 func (s *Store) Refund(ctx context.Context, outRequestNo string) (model.Refund, error) {
 	var r refundRecord
-	if !model.ValidID(outRequestNo) {
-		return model.Refund{}, fmt.Errorf("%w: %q", model.ErrRefundNotFound, outRequestNo)
-	}
 	err := s.db.WithContext(ctx).Where("out_request_no = ?", outRequestNo).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, gorm.ErrRecordNotFound) || matchesNothing(err) {
 		return model.Refund{}, fmt.Errorf("%w: %q", model.ErrRefundNotFound, outRequestNo)
 	}
 	return r.refund(), mapErr(err)
@@ -126,12 +123,13 @@ func (s *Store) FinishRefund(ctx context.Context, outRequestNo string, to model.
 
 // RetryRefundAt schedules the next attempt of a refund in progress.
 func (s *Store) RetryRefundAt(ctx context.Context, outRequestNo string, at time.Time, lastError string) error {
-	if !model.ValidID(outRequestNo) {
+	err := s.db.WithContext(ctx).Model(&refundRecord{}).
+		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
+		Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)}).Error
+	if matchesNothing(err) {
 		return nil // names no refund of ours
 	}
-	return mapErr(s.db.WithContext(ctx).Model(&refundRecord{}).
-		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
-		Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)}).Error)
+	return mapErr(err)
 }
 
 // PaymentsToRefund lists up to limit REFUND_PENDING payments (plain read:
