@@ -237,10 +237,53 @@ func TestDevRefundsWhatItCannotApply(t *testing.T) {
 			if strings.Count(string(b), `"out_request_no"`) != 1 || !strings.Contains(string(b), `"amount":"0.01"`) {
 				t.Fatalf("refunds: %s, want one of 0.01", b)
 			}
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no refund after 20s: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	// The metrics say so: the refund by result, the requests by route
+	// template, never by the order_sn in the path.
+	waitForMetrics(t, base, []string{
+		`paynotify_refunds_total{result="refunded"} 1`,
+		`paynotify_refunds_total{result="failed"} 0`,
+		`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
+		`paynotify_http_requests_total{method="GET",route="/admin/orders/:sn/refunds",status="200"}`,
+	}, []string{"DEMO-1002"})
+}
+
+// waitForMetrics polls /metrics until every line in want is there (a
+// line without a value matches any), and checks that none of never is.
+func waitForMetrics(t *testing.T, base string, want, never []string) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		var missing []string
+		for _, w := range want {
+			if !strings.Contains(body, w+"\n") && !strings.Contains(body, w+" ") {
+				missing = append(missing, w)
+			}
+		}
+		for _, n := range never {
+			if strings.Contains(body, n) {
+				t.Fatalf("/metrics carries %q:\n%s", n, body)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q after 20s:\n%s", missing, body)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}

@@ -114,6 +114,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	payments := service.NewPayments(store)
 	refunds := service.NewRefunds(store, a.alipay, log)
+	refunds.OnFinished = countRefunds(reg)
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {

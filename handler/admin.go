@@ -13,7 +13,9 @@ import (
 	"paynotify/service"
 )
 
-// Admin serves operators' read-only views under /admin.
+// Admin serves operators under /admin: views of the outbox, the journal
+// and an order's refunds, and after-sale refunds (POST
+// /admin/orders/:sn/refunds, which moves money).
 type Admin struct {
 	ops     *service.Ops
 	refunds *service.Refunds

@@ -54,7 +54,7 @@ func New(d Deps) http.Handler {
 	// Path values are matched escaped and handed over unescaped, so an
 	// idempotency key with a "/" (a visible ASCII character) still routes.
 	r.UseRawPath, r.UnescapePathValues = true, true
-	r.Use(requestID(d.Log), recovery())
+	r.Use(requestID(d.Log), m.countRequests(), recovery())
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)

@@ -119,3 +119,40 @@ func TestRequestID(t *testing.T) {
 		}
 	})
 }
+
+// Every request is counted by its route's template, method and status,
+// and timed; a path no route matches is counted as "unmatched", so a
+// scanner's paths never become series, and an invented method as "other".
+func TestMetricsCountRequestsByRoute(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		s := newServer(t, store)
+		for _, r := range []struct{ method, path string }{
+			{http.MethodGet, "/healthz"},
+			{http.MethodGet, "/healthz"},
+			{http.MethodPost, notifyPath},
+			{http.MethodGet, "/wp-login.php-scan-4711"},
+			{"BREW", "/healthz"},
+		} {
+			s.do(httptest.NewRequest(r.method, r.path, strings.NewReader("")))
+		}
+		w := s.do(httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body := w.Body.String()
+		for _, line := range []string{
+			`paynotify_http_requests_total{method="GET",route="/healthz",status="200"} 2`,
+			`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
+			`paynotify_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
+			`paynotify_http_requests_total{method="other",route="unmatched",status="404"} 1`,
+			`paynotify_http_request_duration_seconds_count{method="GET",route="/healthz"} 2`,
+		} {
+			if !strings.Contains(body, line+"\n") {
+				t.Errorf("/metrics lacks %q", line)
+			}
+		}
+		if strings.Contains(body, "4711") || strings.Contains(body, "BREW") {
+			t.Errorf("/metrics carries a client's path or method:\n%s", body)
+		}
+		if t.Failed() {
+			t.Logf("/metrics:\n%s", body)
+		}
+	})
+}

@@ -37,6 +37,9 @@ type Refunds struct {
 	// an unknown outcome, which might have been a refund: only a signed
 	// refusal fails it.
 	AlertAfter int
+	// OnFinished, if set, is told how each refund ended (REFUNDED, or
+	// REFUND_FAILED: refused by Alipay), once, after it is recorded.
+	OnFinished func(model.RefundState)
 	now        func() time.Time
 }
 
@@ -168,7 +171,9 @@ func (r *Refunds) unknown(ctx context.Context, f model.Refund, cause error) erro
 // finish records a refund's end, with its payment (for an automatic
 // refund) and its event, in one transaction that locks the order first.
 func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundState, reason string) error {
-	return inTx(ctx, r.store, func(tx *dao.Store) error {
+	finished := false
+	err := inTx(ctx, r.store, func(tx *dao.Store) error {
+		finished = false
 		order, err := tx.OrderForUpdateByID(ctx, f.OrderID)
 		if err != nil {
 			return err
@@ -198,8 +203,16 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 		if err != nil {
 			return err
 		}
-		return tx.InsertEvents(ctx, ev)
+		if err := tx.InsertEvents(ctx, ev); err != nil {
+			return err
+		}
+		finished = true
+		return nil
 	})
+	if err == nil && finished && r.OnFinished != nil {
+		r.OnFinished(to)
+	}
+	return err
 }
 
 // Request records an operator's refund of a paid order (after-sale, full

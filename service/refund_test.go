@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,6 +103,9 @@ func TestRefundUnknownOutcome(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
+				var told []model.RefundState
+				r.refunds.OnFinished = func(to model.RefundState) { told = append(told, to) }
+				defer func() { r.refunds.OnFinished = nil }()
 				o := owedBack(t, r, c, "RU", "66.00")
 				if n, err := r.refunds.Enqueue(ctx); err != nil || n != 1 {
 					t.Fatalf("Enqueue = %d, %v; want 1", n, err)
@@ -154,6 +159,9 @@ func TestRefundUnknownOutcome(t *testing.T) {
 				if got := r.fake.Calls(fakealipay.MethodRefund) - calls; got != tc.wantCalls {
 					t.Fatalf("%d refund calls at Alipay, want %d", got, tc.wantCalls)
 				}
+				if len(told) != 1 || told[0] != tc.want {
+					t.Fatalf("OnFinished told %v, want once %s", told, tc.want)
+				}
 			})
 		}
 	})
@@ -182,9 +190,16 @@ func TestRefundWorkersInTwoInstances(t *testing.T) {
 					}
 
 					var workers []*service.Refunds
+					var mu sync.Mutex
+					finished := map[model.RefundState]int{}
 					for _, store := range []*dao.Store{a, b, a, b} {
 						w := service.NewRefunds(store, r.gw, quietLog)
 						w.Batch, w.Lease = 3, lease.d
+						w.OnFinished = func(to model.RefundState) {
+							mu.Lock()
+							defer mu.Unlock()
+							finished[to]++
+						}
 						workers = append(workers, w)
 					}
 					errs := make([]error, len(workers))
@@ -200,6 +215,11 @@ func TestRefundWorkersInTwoInstances(t *testing.T) {
 						if f := onlyRefund(t, a, o.ID); f.State != model.RefundRefunded {
 							t.Fatalf("refund %s, want REFUNDED", f.State)
 						}
+					}
+					// What the refunds metric counts: each refund once, however
+					// many workers raced for it.
+					if want := map[model.RefundState]int{model.RefundRefunded: n}; !maps.Equal(finished, want) {
+						t.Errorf("OnFinished told %v, want %v", finished, want)
 					}
 					t.Logf("%d refund calls, %d refund queries at Alipay for %d refunds",
 						r.fake.Calls(fakealipay.MethodRefund), r.fake.Calls(fakealipay.MethodRefundQuery), n)
