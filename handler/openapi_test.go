@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -118,7 +119,8 @@ func bearerPresent(_ context.Context, in *openapi3filter.AuthenticationInput) er
 // validated wraps the service's handler so that every request the tests
 // send through it, and every answer, is checked against the OpenAPI
 // document; a mismatch fails tb:
-//   - the route must be in the document (unless it is outsideSpec);
+//   - a route the document does not have (and is not outsideSpec) must
+//     not be served: 404 or 405;
 //   - the answer — status, headers, body — must be one the document gives
 //     for that operation;
 //   - a request the document refuses must be refused (4xx) by the service.
@@ -142,8 +144,13 @@ func validated(tb testing.TB, h http.Handler) http.Handler {
 		what := r.Method + " " + r.URL.RequestURI()
 		route, params, err := findRoute(doc, r)
 		if err != nil {
-			tb.Errorf("%s: %v in %s", what, err, specFile)
-			h.ServeHTTP(w, r)
+			// Not described, so it must not be served either.
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+				tb.Errorf("%s answered %d %s, but %s has %v", what, rec.Code, rec.Body, specFile, err)
+			}
+			copyAnswer(w, rec)
 			return
 		}
 		body, err := io.ReadAll(r.Body)
@@ -169,12 +176,17 @@ func validated(tb testing.TB, h http.Handler) http.Handler {
 		if reqErr != nil && rec.Code < 400 {
 			tb.Errorf("%s: %s refuses this request (%v), but the service answered %d %s", what, specFile, reqErr, rec.Code, rec.Body)
 		}
-		for k, vs := range rec.Header() {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
+		copyAnswer(w, rec)
 	})
+}
+
+// copyAnswer sends a recorded answer on to w.
+func copyAnswer(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, vs := range rec.Header() {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // placeholders turns both "/orders/:sn" (gin) and "/orders/{order_sn}"
@@ -250,4 +262,60 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Fatalf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml with the %d bytes of %s",
 			resp.StatusCode, resp.Header.Get("Content-Type"), len(got), len(want), specFile)
 	}
+}
+
+// recordingTB keeps what validated reports instead of failing the test.
+type recordingTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// The OpenAPI check itself can fail: each kind of drift is reported, and
+// an exchange as described is not.
+func TestOpenAPICheckReportsDrift(t *testing.T) {
+	const totals = `{"accounts":[],"debit":"0.00","credit":"0.00","balanced":true}`
+	answer := func(status int, body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Request-Id", "req-1")
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, body)
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		answer http.Handler
+		drift  bool
+	}{
+		{name: "AsDescribed", req: adminGet("/admin/journal/totals"), answer: answer(200, totals)},
+		{name: "UnknownRouteNotServed", req: adminGet("/admin/nope"), answer: answer(404, `{}`)},
+		{name: "UnknownRouteServed", req: adminGet("/admin/nope"), answer: answer(200, `{}`), drift: true},
+		{name: "UndescribedStatus", req: adminGet("/admin/journal/totals"), answer: answer(http.StatusTeapot, `{}`), drift: true},
+		{name: "MoneyAsNumber", req: adminGet("/admin/journal/totals"), answer: answer(200, strings.Replace(totals, `"0.00"`, `0`, 1)), drift: true},
+		{name: "UndescribedField", req: adminGet("/admin/journal/totals"), answer: answer(200, strings.Replace(totals, `{`, `{"extra":1,`, 1)), drift: true},
+		{name: "UndescribedErrorCode", req: adminGet("/admin/journal/totals"), answer: answer(401, `{"error":{"code":"forbidden","message":"no"}}`), drift: true},
+		{name: "ErrorCodeOfAnotherStatus", req: adminGet("/admin/journal/totals"), answer: answer(401, `{"error":{"code":"internal","message":"no"}}`), drift: true},
+		{name: "RefusedRequestAccepted", req: httptest.NewRequest(http.MethodGet, "/admin/journal/totals", nil), answer: answer(200, totals), drift: true},
+		{name: "RefusedRequestRefused", req: httptest.NewRequest(http.MethodGet, "/admin/journal/totals", nil),
+			answer: answer(401, `{"error":{"code":"unauthorized","message":"admin token required"}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingTB{TB: t}
+			validated(rec, tc.answer).ServeHTTP(httptest.NewRecorder(), tc.req)
+			if tc.drift != (len(rec.errs) > 0) {
+				t.Fatalf("drift %v, reported %q", tc.drift, rec.errs)
+			}
+		})
+	}
+}
+
+func adminGet(path string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Header.Set("Authorization", "Bearer "+payAdminToken)
+	return r
 }
