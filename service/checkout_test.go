@@ -243,9 +243,12 @@ func checkOneAnswer(t *testing.T, views []service.PayView, errs []error, method 
 	return first
 }
 
-// Pay starts for one order all at once, in one instance: one attempt, one
-// answer, and for a QR code one precreate at Alipay — with Redis up, and
-// with Redis down (the database decides alone).
+// Pay starts for one order all at once: one attempt, one answer, and for
+// a QR code one precreate at Alipay. Three ways: callers of one instance
+// (its singleflight joins them); callers each with an instance of its own
+// (as separate processes: the Redis lock guards them); and those again
+// with Redis down, where the database alone decides, and is seen to — more
+// than one instance gets as far as writing.
 func TestStartConcurrentRequests(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		r := newRig(t, store)
@@ -253,48 +256,89 @@ func TestStartConcurrentRequests(t *testing.T) {
 		deadLocker := lock.New(down.Addr(), quietLog)
 		t.Cleanup(func() { deadLocker.Close() })
 		down.Stop()
-		lockers := []struct {
+		cases := []struct {
 			name   string
 			locker service.Locker
+			shared bool // one Checkout for every caller
 			down   bool
 		}{
-			{name: "RedisUp", locker: redisLocker(t)},
-			{name: "RedisDown", locker: deadLocker, down: true},
+			{name: "OneInstance", locker: redisLocker(t), shared: true},
+			{name: "InstancesRedisUp", locker: redisLocker(t)},
+			{name: "InstancesRedisDown", locker: deadLocker, down: true},
 		}
-		for _, l := range lockers {
+		for _, tc := range cases {
 			for _, method := range []model.PayMethod{model.PayPage, model.PayQR} {
-				t.Run(l.name+"/"+string(method), func(t *testing.T) {
-					c := r.checkout(l.locker)
-					var unguarded atomic.Int32
-					c.OnUnguarded = func() { unguarded.Add(1) }
-					o := mustOrder(t, store, newSN("CC"), "100.00")
-					precreates := r.fake.Calls(fakealipay.MethodPrecreate)
+				t.Run(tc.name+"/"+string(method), func(t *testing.T) {
+					n := 100
+					if !tc.shared {
+						n = 30 // callers of their own wait in turn on Redis
+					}
+					// unguarded[i]: how often caller i's instance went on
+					// without Redis.
+					unguarded := make([]atomic.Int32, n)
+					instances := make([]*service.Checkout, n)
+					for i := range instances {
+						if tc.shared && i > 0 {
+							instances[i] = instances[0]
+							continue
+						}
+						instances[i] = r.checkout(tc.locker)
+						instances[i].OnUnguarded = func() { unguarded[i].Add(1) }
+					}
+					// round starts one order's payment from every caller at
+					// once, and says how many instances went unguarded.
+					round := func(t *testing.T) int {
+						t.Helper()
+						o := mustOrder(t, store, newSN("CC"), "100.00")
+						precreates := r.fake.Calls(fakealipay.MethodPrecreate)
+						for i := range unguarded {
+							unguarded[i].Store(0)
+						}
 
-					const n = 100
-					views := make([]service.PayView, n)
-					errs := make([]error, n)
-					startAll(n, func(i int) { views[i], errs[i] = c.Start(ctx, rigMember, o.OrderSN, method) })
+						views := make([]service.PayView, n)
+						errs := make([]error, n)
+						startAll(n, func(i int) { views[i], errs[i] = instances[i].Start(ctx, rigMember, o.OrderSN, method) })
 
-					v := checkOneAnswer(t, views, errs, method)
-					if got := countRows(t, store, "oms_pay_attempt", "order_id = ?", o.ID); got != 1 {
-						t.Fatalf("%d attempts, want 1", got)
+						v := checkOneAnswer(t, views, errs, method)
+						if got := countRows(t, store, "oms_pay_attempt", "order_id = ?", o.ID); got != 1 {
+							t.Fatalf("%d attempts, want 1", got)
+						}
+						if a := mustAttempt(t, store, o.OrderSN); a.State != model.AttemptOpen || a.Method != method {
+							t.Fatalf("attempt %+v, want OPEN by %s", a, method)
+						}
+						got := r.fake.Calls(fakealipay.MethodPrecreate) - precreates
+						switch {
+						case method != model.PayQR && got != 0:
+							t.Fatalf("%d precreate calls at Alipay for %s, want none", got, method)
+						case method == model.PayQR && !tc.down && got != 1:
+							t.Fatalf("%d precreate calls at Alipay, want 1", got)
+						case method == model.PayQR && tc.down && got < 1:
+							// Unguarded instances may each ask; Alipay answers
+							// one code per out_trade_no, and the first stored
+							// is every answer (checked above).
+							t.Fatalf("%d precreate calls at Alipay, want at least 1", got)
+						}
+						unguardedInstances := 0
+						for i := range unguarded {
+							if unguarded[i].Load() > 0 {
+								unguardedInstances++
+							}
+						}
+						if tc.down != (unguardedInstances > 0) {
+							t.Fatalf("%d instances went unguarded with Redis down=%v", unguardedInstances, tc.down)
+						}
+						// A start after the storm answers the same.
+						if again := mustStart(t, instances[0], o.OrderSN, method); again != v {
+							t.Fatalf("a later start answered %+v, want %+v", again, v)
+						}
+						return unguardedInstances
 					}
-					if a := mustAttempt(t, store, o.OrderSN); a.State != model.AttemptOpen || a.Method != method {
-						t.Fatalf("attempt %+v, want OPEN by %s", a, method)
-					}
-					wantPrecreates := 0
-					if method == model.PayQR {
-						wantPrecreates = 1
-					}
-					if got := r.fake.Calls(fakealipay.MethodPrecreate) - precreates; got != wantPrecreates {
-						t.Fatalf("%d precreate calls at Alipay, want %d", got, wantPrecreates)
-					}
-					if l.down != (unguarded.Load() > 0) {
-						t.Fatalf("%d starts unguarded with Redis down=%v", unguarded.Load(), l.down)
-					}
-					// A start after the storm answers the same.
-					if again := mustStart(t, c, o.OrderSN, method); again != v {
-						t.Fatalf("a later start answered %+v, want %+v", again, v)
+					// With Redis down, run until two instances went past the
+					// guard for one order, so that the database decided.
+					for rounds := 1; round(t) < 2 && tc.down && !t.Failed(); rounds++ {
+						if rounds == maxRaceRounds {
+							t.Fatalf("in %d rounds, never two instances went unguarded for one order: the database never had to decide", rounds)
+						}
 					}
 				})
 			}

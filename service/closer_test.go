@@ -22,66 +22,62 @@ const expireAll = -time.Hour
 // The closer racing Alipay's notifications for the orders it closes: two
 // closers go oldest first while four notifiers pay the orders in random
 // order, so they meet on some. Each order ends wholly paid or wholly
-// closed, and the closers count exactly the orders they closed.
+// closed — some each way — and the closers count exactly the orders they
+// closed.
 func TestCloserRacesNotify(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		orders := service.NewOrders(store)
 		payments := service.NewPayments(store)
-		const n = 100
-		ps := make([]purchase, n)
-		for i := range ps {
-			ps[i] = newPurchase(t, store, orders, fmt.Sprintf("closer-race-%d", i))
-		}
+		raceBothWays(t, "paid first", "closed first", func(t *testing.T, r int) (paidN, closedN int) {
+			const n = 100
+			ps := make([]purchase, n)
+			for i := range ps {
+				ps[i] = newPurchase(t, store, orders, fmt.Sprintf("closer-race-%d-%d", r, i))
+			}
 
-		notifyErrs := make([]error, n)
-		counts := make([]int, 2)
-		closerErrs := make([]error, 2)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range counts {
-			closer := service.NewCloser(store, quietLog, expireAll, time.Hour, 10)
-			wg.Go(func() {
-				<-start
-				counts[i], closerErrs[i] = closeUntilNoneLeft(closer, store)
-			})
-		}
-		queue := make(chan int, n)
-		for _, i := range rand.Perm(n) {
-			queue <- i
-		}
-		close(queue)
-		for range 4 {
-			wg.Go(func() {
-				<-start
+			notifyErrs := make([]error, n)
+			counts := make([]int, 2)
+			closerErrs := make([]error, 2)
+			closers := make([]*service.Closer, len(counts))
+			for i := range closers {
+				closers[i] = service.NewCloser(store, quietLog, expireAll, time.Hour, 10)
+			}
+			queue := make(chan int, n)
+			for _, i := range rand.Perm(n) {
+				queue <- i
+			}
+			close(queue)
+			// Goroutines 0 and 1 close; 2 to 5 notify.
+			startAll(len(closers)+4, func(g int) {
+				if g < len(closers) {
+					counts[g], closerErrs[g] = closeUntilNoneLeft(closers[g], store)
+					return
+				}
 				for i := range queue {
 					_, _, notifyErrs[i] = payments.Observe(ctx, ps[i].notification())
 				}
 			})
-		}
-		close(start)
-		wg.Wait()
-		for i, err := range closerErrs {
-			if err != nil {
-				t.Fatalf("closer %d: %v", i, err)
+			for i, err := range closerErrs {
+				if err != nil {
+					t.Fatalf("closer %d: %v", i, err)
+				}
 			}
-		}
-
-		var paidN, closedN int
-		for i, p := range ps {
-			if notifyErrs[i] != nil {
-				t.Errorf("%s: notify: %v", p.view.OrderSN, notifyErrs[i])
+			for i, p := range ps {
+				if notifyErrs[i] != nil {
+					t.Errorf("%s: notify: %v", p.view.OrderSN, notifyErrs[i])
+				}
+				switch checkPaidOrClosed(t, store, p) {
+				case model.OrderPaid:
+					paidN++
+				case model.OrderClosed:
+					closedN++
+				}
 			}
-			switch checkPaidOrClosed(t, store, p) {
-			case model.OrderPaid:
-				paidN++
-			case model.OrderClosed:
-				closedN++
+			if counts[0]+counts[1] != closedN {
+				t.Fatalf("closers counted %d + %d, but %d orders are closed", counts[0], counts[1], closedN)
 			}
-		}
-		t.Logf("%d paid first, %d closed first (closers counted %v)", paidN, closedN, counts)
-		if counts[0]+counts[1] != closedN {
-			t.Fatalf("closers counted %d + %d, but %d orders are closed", counts[0], counts[1], closedN)
-		}
+			return paidN, closedN
+		})
 	})
 }
 

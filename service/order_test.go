@@ -340,52 +340,46 @@ func TestPlaceRaceForLastStock(t *testing.T) {
 
 // A member's cancel racing Alipay's notification of the same order, many
 // orders over: each ends wholly paid or wholly closed with the money owed
-// back, never a mix, and nothing is given back or spent twice.
+// back, never a mix, and nothing is given back or spent twice — whichever
+// comes first, and both do.
 func TestCancelRacesNotify(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		orders := service.NewOrders(store)
 		payments := service.NewPayments(store)
-		const n = 100
-		ps := make([]purchase, n)
-		for i := range ps {
-			ps[i] = newPurchase(t, store, orders, fmt.Sprintf("cancel-race-%d", i))
-		}
-		cancelErrs := make([]error, n)
-		notifyErrs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, p := range ps {
-			wg.Go(func() {
-				<-start
-				_, cancelErrs[i] = orders.Cancel(ctx, p.member, p.view.OrderSN)
-			})
-			wg.Go(func() {
-				<-start
-				_, _, notifyErrs[i] = payments.Observe(ctx, p.notification())
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		var paidN, closedN int
-		for i, p := range ps {
-			if notifyErrs[i] != nil {
-				t.Errorf("%s: notify: %v", p.view.OrderSN, notifyErrs[i])
+		raceBothWays(t, "paid first", "cancelled first", func(t *testing.T, r int) (paidN, closedN int) {
+			const n = 100
+			ps := make([]purchase, n)
+			for i := range ps {
+				ps[i] = newPurchase(t, store, orders, fmt.Sprintf("cancel-race-%d-%d", r, i))
 			}
-			switch status := checkPaidOrClosed(t, store, p); {
-			case status == model.OrderPaid:
-				paidN++
-				if !errors.Is(cancelErrs[i], model.ErrOrderNotCancellable) {
-					t.Errorf("%s: paid, but cancel answered %v; want ErrOrderNotCancellable", p.view.OrderSN, cancelErrs[i])
+			cancelErrs := make([]error, n)
+			notifyErrs := make([]error, n)
+			startAll(2*n, func(i int) {
+				if p := ps[i/2]; i%2 == 0 {
+					_, cancelErrs[i/2] = orders.Cancel(ctx, p.member, p.view.OrderSN)
+				} else {
+					_, _, notifyErrs[i/2] = payments.Observe(ctx, p.notification())
 				}
-			case status == model.OrderClosed:
-				closedN++
-				if cancelErrs[i] != nil {
-					t.Errorf("%s: closed, but cancel answered %v", p.view.OrderSN, cancelErrs[i])
+			})
+			for i, p := range ps {
+				if notifyErrs[i] != nil {
+					t.Errorf("%s: notify: %v", p.view.OrderSN, notifyErrs[i])
+				}
+				switch status := checkPaidOrClosed(t, store, p); status {
+				case model.OrderPaid:
+					paidN++
+					if !errors.Is(cancelErrs[i], model.ErrOrderNotCancellable) {
+						t.Errorf("%s: paid, but cancel answered %v; want ErrOrderNotCancellable", p.view.OrderSN, cancelErrs[i])
+					}
+				case model.OrderClosed:
+					closedN++
+					if cancelErrs[i] != nil {
+						t.Errorf("%s: closed, but cancel answered %v", p.view.OrderSN, cancelErrs[i])
+					}
 				}
 			}
-		}
-		t.Logf("%d paid first, %d cancelled first", paidN, closedN)
+			return paidN, closedN
+		})
 	})
 }
 

@@ -53,24 +53,10 @@ func mustPayments(t *testing.T, store *dao.Store, orderID int64) []model.Payment
 	return ps
 }
 
-// closeOrder is the cancel path as the order service will write it: order
-// lock first, then compare-and-set 0→4.
-func closeOrder(store *dao.Store, sn string) (bool, error) {
-	var closed bool
-	err := store.Tx(ctx, func(tx *dao.Store) error {
-		o, err := tx.OrderForUpdate(ctx, sn)
-		if err != nil {
-			return err
-		}
-		closed, err = tx.CloseOrder(ctx, o.ID)
-		return err
-	})
-	return closed, err
-}
-
 func TestObserveDecisionTable(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		p := service.NewPayments(store)
+		orders := service.NewOrders(store)
 		cases := []struct {
 			name        string
 			setup       func(t *testing.T) // runs after the order is created
@@ -89,8 +75,8 @@ func TestObserveDecisionTable(t *testing.T) {
 				wantReason: model.RefundAmountMismatch, wantStatus: model.OrderAwaitingPayment},
 			{name: "ClosedOrderIsNeverReopened", order: "100.00", n: paid("A3", "T-A3", "100.00"),
 				setup: func(t *testing.T) {
-					if ok, err := closeOrder(store, "A3"); !ok || err != nil {
-						t.Fatalf("close: %v %v", ok, err)
+					if _, err := orders.Cancel(ctx, rigMember, "A3"); err != nil {
+						t.Fatalf("cancel: %v", err)
 					}
 				},
 				wantOutcome: model.OutcomeRefundPending, wantState: model.PaymentRefundPending,
@@ -245,95 +231,105 @@ func TestObserveIdenticalNotificationsInParallel(t *testing.T) {
 }
 
 // Two different trades racing for one order, many orders over: exactly one
-// pays it, the other is owed back.
+// pays it, the other is owed back — whichever comes first.
 func TestObserveTwoTradesRaceForOneOrder(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		p := service.NewPayments(store)
-		const orders = 60
-		var wg sync.WaitGroup
-		errc := make(chan error, orders*2)
-		for i := range orders {
-			sn := fmt.Sprintf("RACE-%d", i)
-			mustOrder(t, store, sn, "10.00")
-			for _, trade := range []string{"a", "b"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, _, err := p.Observe(ctx, paid(sn, sn+"-"+trade, "10.00")); err != nil {
-						errc <- err
-					}
-				}()
+		raceBothWays(t, "paid by trade a", "paid by trade b", func(t *testing.T, r int) (aN, bN int) {
+			const orders = 60
+			sns := make([]string, orders)
+			errs := make([]error, 2*orders)
+			for i := range sns {
+				sns[i] = fmt.Sprintf("RACE-%d-%d", r, i)
+				mustOrder(t, store, sns[i], "10.00")
 			}
-		}
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			t.Fatal(err)
-		}
-		for i := range orders {
-			o := mustGetOrder(t, store, fmt.Sprintf("RACE-%d", i))
-			ps := mustPayments(t, store, o.ID)
-			states := map[model.PaymentState]int{}
-			for _, pay := range ps {
-				states[pay.State]++
-				if pay.State == model.PaymentRefundPending && pay.Reason != model.RefundAlreadyPaid {
-					t.Fatalf("%s: refund reason %q", o.OrderSN, pay.Reason)
+			startAll(2*orders, func(i int) {
+				sn := sns[i/2]
+				trade := sn + "-" + [2]string{"a", "b"}[i%2]
+				_, _, errs[i] = p.Observe(ctx, paid(sn, trade, "10.00"))
+			})
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
 				}
 			}
-			if o.Status != model.OrderPaid || len(ps) != 2 || states[model.PaymentApplied] != 1 || states[model.PaymentRefundPending] != 1 {
-				t.Fatalf("%s: status %d, payments %v", o.OrderSN, o.Status, states)
+			for _, sn := range sns {
+				o := mustGetOrder(t, store, sn)
+				ps := mustPayments(t, store, o.ID)
+				states := map[model.PaymentState]int{}
+				applied := ""
+				for _, pay := range ps {
+					states[pay.State]++
+					if pay.State == model.PaymentApplied {
+						applied = pay.TradeNo
+					}
+					if pay.State == model.PaymentRefundPending && pay.Reason != model.RefundAlreadyPaid {
+						t.Fatalf("%s: refund reason %q", sn, pay.Reason)
+					}
+				}
+				if o.Status != model.OrderPaid || len(ps) != 2 || states[model.PaymentApplied] != 1 || states[model.PaymentRefundPending] != 1 {
+					t.Fatalf("%s: status %d, payments %v", sn, o.Status, states)
+				}
+				if applied == sn+"-a" {
+					aN++
+				} else {
+					bN++
+				}
 			}
-		}
+			return aN, bN
+		})
 	})
 }
 
-// A close racing the notification of the same order, many times over: the
-// order ends either paid with an APPLIED payment or closed with the money
-// owed back — never paid-and-closed, never money dropped.
-func TestObserveRacesClose(t *testing.T) {
+// The member's real cancel (Orders.Cancel) racing the notification of the
+// same order, many times over: the order ends either paid with an APPLIED
+// payment (the cancel refused) or closed with the money owed back (the
+// cancel done) — never paid-and-closed, never money dropped.
+func TestObserveRacesCancel(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		p := service.NewPayments(store)
-		const orders = 150
-		var wg sync.WaitGroup
-		errc := make(chan error, orders*2)
-		for i := range orders {
-			sn := fmt.Sprintf("CLOSE-%d", i)
-			mustOrder(t, store, sn, "5.00")
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				if _, err := closeOrder(store, sn); err != nil {
-					errc <- err
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				if _, _, err := p.Observe(ctx, paid(sn, "T-"+sn, "5.00")); err != nil {
-					errc <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			t.Fatal(err)
-		}
-		var paidN, closedN int
-		for i := range orders {
-			o := mustGetOrder(t, store, fmt.Sprintf("CLOSE-%d", i))
-			ps := mustPayments(t, store, o.ID)
-			if len(ps) != 1 {
-				t.Fatalf("%s: %d payments, want 1", o.OrderSN, len(ps))
+		orders := service.NewOrders(store)
+		raceBothWays(t, "paid first", "cancelled first", func(t *testing.T, r int) (paidN, closedN int) {
+			const n = 150
+			sns := make([]string, n)
+			cancelErrs := make([]error, n)
+			notifyErrs := make([]error, n)
+			for i := range sns {
+				sns[i] = fmt.Sprintf("CLOSE-%d-%d", r, i)
+				mustOrder(t, store, sns[i], "5.00")
 			}
-			switch {
-			case o.Status == model.OrderPaid && ps[0].State == model.PaymentApplied:
-				paidN++
-			case o.Status == model.OrderClosed && ps[0].State == model.PaymentRefundPending && ps[0].Reason == model.RefundOrderClosed:
-				closedN++
-			default:
-				t.Fatalf("%s: order status %d with payment %s/%s", o.OrderSN, o.Status, ps[0].State, ps[0].Reason)
+			startAll(2*n, func(i int) {
+				if sn := sns[i/2]; i%2 == 0 {
+					_, cancelErrs[i/2] = orders.Cancel(ctx, rigMember, sn)
+				} else {
+					_, _, notifyErrs[i/2] = p.Observe(ctx, paid(sn, "T-"+sn, "5.00"))
+				}
+			})
+			for i, sn := range sns {
+				if notifyErrs[i] != nil {
+					t.Fatalf("%s: notify: %v", sn, notifyErrs[i])
+				}
+				o := mustGetOrder(t, store, sn)
+				ps := mustPayments(t, store, o.ID)
+				if len(ps) != 1 {
+					t.Fatalf("%s: %d payments, want 1", sn, len(ps))
+				}
+				switch {
+				case o.Status == model.OrderPaid && ps[0].State == model.PaymentApplied:
+					paidN++
+					if !errors.Is(cancelErrs[i], model.ErrOrderNotCancellable) {
+						t.Fatalf("%s: paid, but the cancel answered %v", sn, cancelErrs[i])
+					}
+				case o.Status == model.OrderClosed && ps[0].State == model.PaymentRefundPending && ps[0].Reason == model.RefundOrderClosed:
+					closedN++
+					if cancelErrs[i] != nil {
+						t.Fatalf("%s: closed, but the cancel answered %v", sn, cancelErrs[i])
+					}
+				default:
+					t.Fatalf("%s: order status %d with payment %s/%s", sn, o.Status, ps[0].State, ps[0].Reason)
+				}
 			}
-		}
-		t.Logf("%d paid first, %d closed first", paidN, closedN)
+			return paidN, closedN
+		})
 	})
 }

@@ -266,62 +266,64 @@ func TestCloseAbandoned(t *testing.T) {
 		}
 
 		// Cancels racing the buyer, notifications delivered: each order
-		// ends paid (the cancel refused) or closed with its money back once.
+		// ends paid (the cancel refused) or closed with its money back once,
+		// and both happen.
 		t.Run("CancelRacesPay", func(t *testing.T) {
-			const n = 8
-			type pair struct {
-				o                 model.Order
-				cancelErr, payErr error
-			}
-			ps := make([]pair, n)
-			for i := range ps {
-				ps[i].o = mustOrder(t, store, newSN("CR"), "20.00")
-				openPayURL(t, mustStart(t, c, ps[i].o.OrderSN, model.PayPage).PayURL)
-			}
-			startAll(2*n, func(i int) {
-				p := &ps[i/2]
-				if i%2 == 0 {
-					_, p.cancelErr = r.orders.Cancel(ctx, rigMember, p.o.OrderSN)
-				} else {
-					p.payErr = r.fake.Pay(ctx, p.o.OrderSN)
+			raceBothWays(t, "paid first", "cancelled first and refunded", func(t *testing.T, _ int) (paidN, refundedN int) {
+				const n = 8
+				type pair struct {
+					o                 model.Order
+					cancelErr, payErr error
 				}
+				ps := make([]pair, n)
+				for i := range ps {
+					ps[i].o = mustOrder(t, store, newSN("CR"), "20.00")
+					openPayURL(t, mustStart(t, c, ps[i].o.OrderSN, model.PayPage).PayURL)
+				}
+				startAll(2*n, func(i int) {
+					p := &ps[i/2]
+					if i%2 == 0 {
+						_, p.cancelErr = r.orders.Cancel(ctx, rigMember, p.o.OrderSN)
+					} else {
+						p.payErr = r.fake.Pay(ctx, p.o.OrderSN)
+					}
+				})
+				if _, err := r.recon.CloseAbandoned(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.refunds.Enqueue(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.refunds.Execute(ctx); err != nil {
+					t.Fatal(err)
+				}
+				r.fake.WaitNotifications()
+				for _, p := range ps {
+					if p.payErr != nil {
+						t.Fatalf("%s: pay: %v", p.o.OrderSN, p.payErr)
+					}
+					switch got := mustGetOrder(t, store, p.o.OrderSN); got.Status {
+					case model.OrderPaid:
+						paidN++
+						if !errors.Is(p.cancelErr, model.ErrOrderNotCancellable) {
+							t.Fatalf("%s paid, but the cancel answered %v", p.o.OrderSN, p.cancelErr)
+						}
+						pays := mustPayments(t, store, p.o.ID)
+						if len(pays) != 1 || pays[0].State != model.PaymentApplied || len(mustTrade(t, r.fake, p.o.OrderSN).Refunds) != 0 {
+							t.Fatalf("%s paid with payments %+v", p.o.OrderSN, pays)
+						}
+					case model.OrderClosed:
+						refundedN++
+						if p.cancelErr != nil {
+							t.Fatalf("%s closed, but the cancel answered %v", p.o.OrderSN, p.cancelErr)
+						}
+						checkRefundedOnce(t, r, p.o, p.o.OrderSN, "20.00")
+					default:
+						t.Fatalf("%s ended %s", p.o.OrderSN, got.Status)
+					}
+				}
+				return paidN, refundedN
 			})
-			if _, err := r.recon.CloseAbandoned(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.refunds.Enqueue(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.refunds.Execute(ctx); err != nil {
-				t.Fatal(err)
-			}
-			r.fake.WaitNotifications()
-			var paidN, refundedN int
-			for _, p := range ps {
-				if p.payErr != nil {
-					t.Fatalf("%s: pay: %v", p.o.OrderSN, p.payErr)
-				}
-				switch got := mustGetOrder(t, store, p.o.OrderSN); got.Status {
-				case model.OrderPaid:
-					paidN++
-					if !errors.Is(p.cancelErr, model.ErrOrderNotCancellable) {
-						t.Fatalf("%s paid, but the cancel answered %v", p.o.OrderSN, p.cancelErr)
-					}
-					pays := mustPayments(t, store, p.o.ID)
-					if len(pays) != 1 || pays[0].State != model.PaymentApplied || len(mustTrade(t, r.fake, p.o.OrderSN).Refunds) != 0 {
-						t.Fatalf("%s paid with payments %+v", p.o.OrderSN, pays)
-					}
-				case model.OrderClosed:
-					refundedN++
-					if p.cancelErr != nil {
-						t.Fatalf("%s closed, but the cancel answered %v", p.o.OrderSN, p.cancelErr)
-					}
-					checkRefundedOnce(t, r, p.o, p.o.OrderSN, "20.00")
-				default:
-					t.Fatalf("%s ended %s", p.o.OrderSN, got.Status)
-				}
-			}
-			t.Logf("%d paid first, %d cancelled first and refunded", paidN, refundedN)
 		})
 	})
 }
