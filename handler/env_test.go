@@ -192,24 +192,12 @@ func mustPayments(tb testing.TB, store *dao.Store, orderID int64) []model.Paymen
 	return ps
 }
 
-// closeOrder closes an order as the cancel path does: order lock first,
-// then compare-and-set 0→4.
+// closeOrder closes an order of member 7's (mustOrder's) with the real
+// cancel, Orders.Cancel.
 func closeOrder(tb testing.TB, store *dao.Store, sn string) {
 	tb.Helper()
-	ctx := tb.Context()
-	err := store.Tx(ctx, func(tx *dao.Store) error {
-		o, err := tx.OrderForUpdate(ctx, sn)
-		if err != nil {
-			return err
-		}
-		closed, err := tx.CloseOrder(ctx, o.ID)
-		if err == nil && !closed {
-			err = fmt.Errorf("order %s was not awaiting payment", sn)
-		}
-		return err
-	})
-	if err != nil {
-		tb.Fatalf("close order %s: %v", sn, err)
+	if _, err := service.NewOrders(store).Cancel(tb.Context(), 7, sn); err != nil {
+		tb.Fatalf("cancel order %s: %v", sn, err)
 	}
 }
 
