@@ -67,7 +67,7 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 	}
 	root := opt.root
 	if root == "" {
-		if root, err = moduleRoot(ctx); err != nil {
+		if root, err = repoRoot(); err != nil {
 			return nil, err
 		}
 	}

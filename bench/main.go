@@ -7,8 +7,12 @@
 // signature and no ORM: a naive port (server-side prepared statements, two
 // round trips per statement) and a tuned one (interpolateParams=true).
 //
-//	go run ./bench [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile bench/out]
+//	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out]
 //
+// It is a module of its own (bench/go.mod, which replaces paynotify with
+// ../), so its dependencies, such as github.com/google/pprof, stay out of
+// the service's go.mod. Run it from the bench directory (`go -C bench`
+// does that; relative paths such as -profile are then relative to bench).
 // It prints a markdown report on standard output and progress on standard
 // error. See BENCHMARKS.md for what it measured and how to read it.
 package main

@@ -1,21 +1,17 @@
 package main
 
 import (
-	"compress/gzip"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/google/pprof/profile"
 )
 
 // cpuProfile is the part of a pprof CPU profile the report reads: every
 // sample's CPU time and its stack, innermost frame first, inlined frames
-// expanded. It is decoded here with the standard library alone (the
-// format is a gzipped protobuf, github.com/google/pprof/proto/profile.proto)
-// so the tool adds no dependency to the module.
+// expanded.
 type cpuProfile struct {
 	samples []stackSample
 	total   int64 // nanoseconds
@@ -32,157 +28,31 @@ func readCPUProfile(path string) (*cpuProfile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	prof, err := profile.Parse(f)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, err
-	}
-	return decodeProfile(raw)
+	return stacks(prof)
 }
 
-// protoFields calls fn for every field of one protobuf message.
-func protoFields(b []byte, fn func(num int, wire int, v uint64, data []byte) error) error {
-	for len(b) > 0 {
-		key, n := binary.Uvarint(b)
-		if n <= 0 {
-			return errors.New("pprof: bad field key")
-		}
-		b = b[n:]
-		num, wire := int(key>>3), int(key&7)
-		switch wire {
-		case 0:
-			v, n := binary.Uvarint(b)
-			if n <= 0 {
-				return errors.New("pprof: bad varint")
-			}
-			b = b[n:]
-			if err := fn(num, wire, v, nil); err != nil {
-				return err
-			}
-		case 1:
-			if len(b) < 8 {
-				return errors.New("pprof: short fixed64")
-			}
-			b = b[8:]
-		case 2:
-			l, n := binary.Uvarint(b)
-			if n <= 0 || uint64(len(b)-n) < l {
-				return errors.New("pprof: bad length")
-			}
-			if err := fn(num, wire, 0, b[n:n+int(l)]); err != nil {
-				return err
-			}
-			b = b[n+int(l):]
-		case 5:
-			if len(b) < 4 {
-				return errors.New("pprof: short fixed32")
-			}
-			b = b[4:]
-		default:
-			return fmt.Errorf("pprof: wire type %d", wire)
-		}
-	}
-	return nil
-}
-
-// varints reads a repeated integer field, packed or not.
-func varints(wire int, v uint64, data []byte, dst []uint64) []uint64 {
-	if wire == 0 {
-		return append(dst, v)
-	}
-	for len(data) > 0 {
-		x, n := binary.Uvarint(data)
-		if n <= 0 {
-			break
-		}
-		dst = append(dst, x)
-		data = data[n:]
-	}
-	return dst
-}
-
-func decodeProfile(raw []byte) (*cpuProfile, error) {
-	type rawSample struct{ locs, vals []uint64 }
-	var (
-		samples  []rawSample
-		strs     []string
-		funcName = map[uint64]int64{}    // function id → string index
-		locFuncs = map[uint64][]uint64{} // location id → function ids, innermost first
-	)
-	err := protoFields(raw, func(num, wire int, v uint64, data []byte) error {
-		switch num {
-		case 2: // sample
-			var s rawSample
-			if err := protoFields(data, func(num, wire int, v uint64, d []byte) error {
-				switch num {
-				case 1:
-					s.locs = varints(wire, v, d, s.locs)
-				case 2:
-					s.vals = varints(wire, v, d, s.vals)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			samples = append(samples, s)
-		case 4: // location
-			var id uint64
-			var fns []uint64
-			if err := protoFields(data, func(num, wire int, v uint64, d []byte) error {
-				switch num {
-				case 1:
-					id = v
-				case 4: // line
-					return protoFields(d, func(num, wire int, v uint64, _ []byte) error {
-						if num == 1 {
-							fns = append(fns, v)
-						}
-						return nil
-					})
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			locFuncs[id] = fns
-		case 5: // function
-			var id uint64
-			var name int64
-			if err := protoFields(data, func(num, wire int, v uint64, _ []byte) error {
-				switch num {
-				case 1:
-					id = v
-				case 2:
-					name = int64(v)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			funcName[id] = name
-		case 6: // string_table
-			strs = append(strs, string(data))
-		}
-		return nil
+// stacks flattens prof's samples into their CPU time and function names.
+func stacks(prof *profile.Profile) (*cpuProfile, error) {
+	cpu := slices.IndexFunc(prof.SampleType, func(t *profile.ValueType) bool {
+		return t.Type == "cpu" && t.Unit == "nanoseconds"
 	})
-	if err != nil {
-		return nil, err
+	if cpu < 0 {
+		return nil, fmt.Errorf("not a CPU profile: no cpu/nanoseconds sample type in %v", prof.SampleType)
 	}
 	p := &cpuProfile{}
-	for _, s := range samples {
-		if len(s.vals) == 0 {
-			continue
-		}
-		// CPU profiles carry [samples/count, cpu/nanoseconds].
-		ns := int64(s.vals[len(s.vals)-1])
+	for _, s := range prof.Sample {
+		ns := s.Value[cpu]
 		var frames []string
-		for _, loc := range s.locs {
-			for _, fn := range locFuncs[loc] {
-				if i := funcName[fn]; i >= 0 && int(i) < len(strs) {
-					frames = append(frames, strs[i])
+		// Locations run from the leaf outwards; within one location, the
+		// lines of functions inlined into it come first.
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function != nil {
+					frames = append(frames, line.Function.Name)
 				}
 			}
 		}

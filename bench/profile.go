@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +17,31 @@ import (
 
 // profileLevel is the concurrency the profiling phase runs at.
 const profileLevel = 32
+
+// The profiling phase profiles the real binary, wired exactly as `serve`
+// wires it, built with the build tag benchhook. That adds the repository's
+// benchhook.go to package main: a loopback control listener, started when
+// PAYNOTIFY_BENCH_CONTROL_ADDR is set, that starts and stops the CPU
+// profiler. The measured binary is built without it.
+const (
+	controlEnv = "PAYNOTIFY_BENCH_CONTROL_ADDR"
+	hookTag    = "benchhook"
+	hookFile   = "benchhook.go"
+)
+
+// buildProfiled builds paynotify from root with the profiling hook, into dir.
+func buildProfiled(ctx context.Context, root, dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(root, hookFile)); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s has no %s: profile a revision that has it, or run without -profile", root, hookFile)
+	}
+	bin := filepath.Join(dir, "paynotify-profiled")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", hookTag, "-o", bin, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -tags %s: %v\n%s", hookTag, err, out)
+	}
+	return bin, nil
+}
 
 // profiledCell is one workload run under the CPU profiler.
 type profiledCell struct {
@@ -34,7 +62,7 @@ type profileResult struct {
 }
 
 // profile re-runs first notices and duplicates at profileLevel against
-// `paynotify serve` built with the profiling hook (see hook.go), with the
+// `paynotify serve` built with the profiling hook (see buildProfiled), with the
 // CPU profiler on for the measured part only.
 func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 	dir, err := filepath.Abs(b.opt.profile)

@@ -111,7 +111,7 @@ func (r *report) write(w io.Writer) {
 	e := r.env
 	fmt.Fprintf(w, "## paynotify load benchmark, %s\n\n", e.when.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- command: `%s` (effective: -n %d -warmup %d -c %s -pool %d), paynotify at %s\n",
-		strings.Join(append([]string{"go run ./bench"}, r.opt.args...), " "), r.opt.n, r.opt.warmup, joinInts(r.opt.levels), r.opt.pool, e.commit)
+		strings.Join(append([]string{"go -C bench run ."}, r.opt.args...), " "), r.opt.n, r.opt.warmup, joinInts(r.opt.levels), r.opt.pool, e.commit)
 	fmt.Fprintf(w, "- CPU: %s, %d cores (load tool, service and MariaDB share them)\n", e.cpu, e.cores)
 	fmt.Fprintf(w, "- Go: %s (tool), %s (paynotify binary)\n", e.goVersion, e.binGo)
 	fmt.Fprintf(w, "- MariaDB %s, innodb_flush_log_at_trx_commit=%s; kernel %s\n", e.mariadb, e.flushLog, e.kernel)

@@ -45,18 +45,35 @@ func buildBinary(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// moduleRoot is the directory of the go.mod that governs the working
-// directory.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+// repoRoot is the paynotify repository that holds the working directory:
+// the nearest directory, upwards, whose go.mod declares module paynotify.
+// The tool is a module of its own (bench/go.mod), so this is not the
+// module `go env GOMOD` names when it runs.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside a Go module: run from the paynotify repository or pass -root")
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == "paynotify" {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the paynotify repository: run from it or pass -root")
+		}
+		dir = parent
 	}
-	return filepath.Dir(gomod), nil
+}
+
+// modulePath is the module a go.mod declares, "" if none.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
 }
 
 // migrateDB runs `paynotify migrate` with env.
