@@ -169,6 +169,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			"ALIPAY_APP_PRIVATE_KEY_FILE=testdata/dev/app_private_key.pem", "ALIPAY_PUBLIC_KEY_FILE=testdata/dev/alipay_public_key.pem"},
 			want: []string{"ALIPAY_APP_PRIVATE_KEY is a development key", "ALIPAY_PUBLIC_KEY is a development key"}},
 		{name: "BadDriver", environ: []string{"DB_DRIVER=postgres"}, want: []string{"DB_DRIVER"}},
+		// The container image's default: MySQL, and nothing to reach it by.
+		{name: "MySQLWithoutDSN", environ: []string{"DB_DRIVER=mysql"}, want: []string{"DB_DSN is required with DB_DRIVER=mysql"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -81,6 +81,10 @@ func Load(environ []string) (Config, error) {
 	if c.DBDriver != "mysql" && c.DBDriver != "sqlite" {
 		errs = append(errs, fmt.Errorf("DB_DRIVER %q: want mysql or sqlite", c.DBDriver))
 	}
+	if c.DBDriver == "mysql" && vars["DB_DSN"] == "" {
+		// The default is an SQLite file name: never a MySQL DSN.
+		errs = append(errs, errors.New("DB_DSN is required with DB_DRIVER=mysql (user:password@tcp(host:3306)/dbname)"))
+	}
 	if c.APIJWTSecret != "" && len(c.APIJWTSecret) < 32 {
 		errs = append(errs, errors.New("API_JWT_SECRET: at least 32 bytes (HS256 needs a 256-bit secret)"))
 	}
