@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"golang.org/x/crypto/bcrypt"
 
 	"paynotify/alipay"
 	"paynotify/config"
@@ -41,6 +42,12 @@ const devJWTSecret = "paynotify-dev-jwt-secret-not-for-production"
 
 // devAdminToken guards /admin in dev.
 const devAdminToken = "paynotify-dev-admin"
+
+// The console operator dev signs in (unless CONSOLE_OPERATORS names others).
+const (
+	devOperator         = "demo"
+	devOperatorPassword = "paynotify-demo"
+)
 
 // demoSKU, demoMember and demoCoupon are the catalogue `dev` seeds for the
 // order API: ids 1, 2, 3 in that order on a fresh database.
@@ -139,6 +146,13 @@ func dev(ctx context.Context, env environment) error {
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = devAdminToken
 	}
+	if len(cfg.Operators) == 0 {
+		hash, err := bcrypt.GenerateFromPassword([]byte(devOperatorPassword), bcrypt.DefaultCost)
+		if err != nil {
+			return err
+		}
+		cfg.Operators = map[string]string{devOperator: string(hash)}
+	}
 	if !setIn(env.environ, "ALIPAY_JOBS_INTERVAL") {
 		cfg.AlipayJobsInterval = 5 * time.Second // a demo refund shows up while you watch
 	}
@@ -205,7 +219,11 @@ func dev(ctx context.Context, env environment) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token)
+	login := "operator " + devOperator + ", password " + devOperatorPassword
+	if _, ok := cfg.Operators[devOperator]; !ok {
+		login = "an operator from CONSOLE_OPERATORS"
+	}
+	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token, login)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
 		verifier: devVerifier{client: client, fake: fake},
 		mounts:   map[string]http.Handler{devFakePrefix: fake.Handler()}})
@@ -215,6 +233,9 @@ func dev(ctx context.Context, env environment) error {
 // token, member token (plain text, not log-quoted).
 const devBanner = `
 paynotify dev is up at %[1]s
+
+  Operator console: %[1]s/console/
+    sign in as %[4]s
 
   Replay a signed Alipay notification (QA files in testdata/notify/):
     curl --data @testdata/notify/pay_demo_1001.form %[1]s/alipay/notify

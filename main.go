@@ -7,6 +7,7 @@
 //	paynotify dev          run on an embedded SQLite with demo data and dev keys
 //	paynotify sign         sign a notification form with a private key (QA)
 //	paynotify healthcheck  ask a running service whether it is ready (containers)
+//	paynotify hash-password  make a console operator's bcrypt hash
 //
 // Every command answers -h with its usage.
 package main
@@ -32,6 +33,7 @@ commands:
   dev          run on an embedded SQLite with demo orders and development keys
   sign         sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
   healthcheck  exit 0 if the service at HTTP_ADDR answers /readyz, else 1
+  hash-password  print a bcrypt hash for CONSOLE_OPERATORS: paynotify hash-password [OPERATOR] < password
 
 paynotify <command> -h shows a command's flags.
 `
@@ -100,6 +102,8 @@ func run(ctx context.Context, env environment) error {
 		return sign(env2)
 	case "healthcheck":
 		return healthcheck(ctx, env2)
+	case "hash-password":
+		return hashPassword(env2)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return nil

@@ -17,6 +17,7 @@ import (
 	"paynotify/alipay"
 	"paynotify/broker"
 	"paynotify/config"
+	"paynotify/console"
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/lock"
@@ -136,6 +137,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if a.verifier != nil {
 		verifier = a.verifier
 	}
+	ops := service.NewOps(store)
+	var cons http.Handler
+	cdeps := console.Deps{
+		Log: log, Ops: ops, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds,
+		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Gatherer: reg,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+	}
+	if cdeps.Enabled() {
+		c, err := console.New(cdeps)
+		if err != nil {
+			return err
+		}
+		cons = c
+	} else {
+		log.Warn("console disabled: neither CONSOLE_OPERATORS nor ADMIN_TOKEN is set")
+	}
 	h := handler.New(handler.Deps{
 		Log:           log,
 		Verifier:      verifier,
@@ -145,7 +162,8 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		Refunds:       refunds,
 		JWTSecret:     []byte(cfg.APIJWTSecret),
 		AdminToken:    cfg.AdminToken,
-		Ops:           service.NewOps(store),
+		Ops:           ops,
+		Console:       cons,
 		DB:            store,
 		Registry:      reg,
 		NotifyTimeout: cfg.NotifyTimeout,

@@ -37,6 +37,15 @@ type Config struct {
 	NATSURL string `env:"NATS_URL"`
 	// AdminToken guards /admin; unset, the admin views are off.
 	AdminToken string `env:"ADMIN_TOKEN"`
+	// ConsoleOperators names the console's operators with their bcrypt
+	// hashes ("alice:$2a$12$…,bob:$2a$12$…"); ConsoleOperatorsFile holds
+	// the same, one "name:hash" a line (htpasswd -B files work). Parsed
+	// into Operators.
+	ConsoleOperators     string        `env:"CONSOLE_OPERATORS"`
+	ConsoleOperatorsFile string        `env:"CONSOLE_OPERATORS_FILE"`
+	ConsoleSessionTTL    time.Duration `env:"CONSOLE_SESSION_TTL" envDefault:"12h"`
+	// Operators maps each console operator to their bcrypt hash.
+	Operators map[string]string `env:"-"`
 
 	// RedisAddr is the Redis that guards payment starts across instances;
 	// unset (or down), the database's unique key alone decides.
@@ -91,6 +100,14 @@ func Load(environ []string) (Config, error) {
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		errs = append(errs, errors.New("ADMIN_TOKEN: at least 16 characters"))
 	}
+	if ops, err := c.operators(); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Operators = ops
+	}
+	if c.ConsoleSessionTTL < time.Minute {
+		errs = append(errs, errors.New("CONSOLE_SESSION_TTL: at least 1m"))
+	}
 	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 || c.AlipayJobsInterval <= 0 {
 		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL, ORDER_CLOSE_BATCH and ALIPAY_JOBS_INTERVAL must be positive"))
 	}
@@ -120,6 +137,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("order_pay_timeout", c.OrderPayTimeout),
 		slog.Bool("nats", c.NATSURL != ""),
 		slog.Bool("admin", c.AdminToken != ""),
+		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),
 		slog.String("public_url", c.PublicURL),
 	)

@@ -30,6 +30,9 @@ type refundRecord struct {
 	IdempotencyKey *string
 	CreateTime     time.Time
 	UpdateTime     time.Time
+	ResolvedBy     *string
+	ResolvedTime   *time.Time
+	Resolution     string
 }
 
 func (refundRecord) TableName() string { return refundTable }
@@ -39,7 +42,11 @@ func (r refundRecord) refund() model.Refund {
 		OutRequestNo: r.OutRequestNo, Kind: model.RefundKind(r.Kind), Provider: model.Provider(r.Provider),
 		TradeNo: r.TradeNo, OutTradeNo: r.OutTradeNo, OrderID: r.OrderID, Reason: r.Reason,
 		State: model.RefundState(r.State), Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt,
-		LastError: r.LastError, CreateTime: r.CreateTime,
+		LastError: r.LastError, CreateTime: r.CreateTime, UpdateTime: r.UpdateTime,
+		ResolvedTime: r.ResolvedTime, Resolution: r.Resolution,
+	}
+	if r.ResolvedBy != nil {
+		f.ResolvedBy = *r.ResolvedBy
 	}
 	f.Amount, _ = model.ParseAmount(r.Amount)
 	if r.IdempotencyKey != nil {

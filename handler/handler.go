@@ -36,6 +36,8 @@ type Deps struct {
 	// endpoints are off.
 	Checkout *service.Checkout
 	Refunds  *service.Refunds
+	// Console serves the operator console under /console; nil, it is off.
+	Console  http.Handler
 	DB       Pinger
 	Registry *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
@@ -83,6 +85,12 @@ func New(d Deps) http.Handler {
 	}
 
 	r.GET("/openapi.yaml", serveOpenAPI)
+
+	if d.Console != nil {
+		r.Any("/console", gin.WrapH(d.Console))
+		r.Any("/console/*path", gin.WrapH(d.Console))
+	}
+
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)

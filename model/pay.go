@@ -107,6 +107,12 @@ type Refund struct {
 	LastError      string
 	IdempotencyKey string
 	CreateTime     time.Time
+	UpdateTime     time.Time
+	// ResolvedBy, ResolvedTime and Resolution record the operator who took
+	// a failed refund off the queue (settled outside, or left), and why.
+	ResolvedBy   string
+	ResolvedTime *time.Time
+	Resolution   string
 }
 
 // Gateway and payment-start errors.
@@ -135,3 +141,9 @@ var ErrAttemptNotFound = errors.New("payment attempt not found")
 
 // ErrRefundNotFound: no refund matches.
 var ErrRefundNotFound = errors.New("refund not found")
+
+// AttemptChange is a payment attempt with when it last changed state.
+type AttemptChange struct {
+	PayAttempt
+	UpdateTime time.Time
+}

@@ -1,0 +1,5 @@
+package console
+
+// actionRoutes registers the forms that change something (see the
+// action handlers).
+func (c *Console) actionRoutes() {}

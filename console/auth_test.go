@@ -1,0 +1,249 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"paynotify/console"
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+)
+
+func TestSignIn(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+
+		t.Run("WrongPassword", func(t *testing.T) {
+			c := e.client(t)
+			if r := c.login(t, "alice", "not-her-password"); r.status != http.StatusUnauthorized || !strings.Contains(r.body, "Wrong operator or password") {
+				t.Fatalf("wrong password: %d\n%s", r.status, r.body)
+			}
+			c.mustGet(t, "/console/", http.StatusSeeOther)
+		})
+		t.Run("UnknownOperator", func(t *testing.T) {
+			c := e.client(t)
+			if r := c.login(t, "mallory", passwords["alice"]); r.status != http.StatusUnauthorized {
+				t.Fatalf("unknown operator: %d", r.status)
+			}
+		})
+		t.Run("ForgedForm", func(t *testing.T) {
+			// A form posted without the sign-in page's value (another
+			// site's form) is refused even with the right password.
+			c := e.client(t)
+			r := c.post(t, "/console/login", url.Values{"operator": {"alice"}, "password": {passwords["alice"]}})
+			if r.status != http.StatusForbidden {
+				t.Fatalf("forged sign-in: %d", r.status)
+			}
+			c.mustGet(t, "/console/", http.StatusSeeOther)
+		})
+		t.Run("Cookie", func(t *testing.T) {
+			c := e.client(t)
+			page := c.mustGet(t, "/console/login", http.StatusOK)
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/console/login", strings.NewReader(url.Values{
+				"login_csrf": {field(t, loginField, page.body)}, "operator": {"alice"}, "password": {passwords["alice"]},
+				"next": {"/console/audit"},
+			}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-Proto", "https")
+			r := c.do(t, req)
+			if r.status != http.StatusSeeOther || r.location != "/console/audit" {
+				t.Fatalf("sign in: %d %q", r.status, r.location)
+			}
+			var session *http.Cookie
+			for _, ck := range (&http.Response{Header: r.header}).Cookies() {
+				if ck.Name == "paynotify_console" {
+					session = ck
+				}
+			}
+			if session == nil {
+				t.Fatalf("no session cookie in %v", r.header["Set-Cookie"])
+			}
+			if !session.HttpOnly || !session.Secure || session.SameSite != http.SameSiteStrictMode || session.Path != "/console" ||
+				session.MaxAge <= 0 || session.MaxAge > 3600 || len(session.Value) != 64 {
+				t.Errorf("session cookie %+v: want HttpOnly, Secure behind HTTPS, SameSite=Strict, Path=/console, expiring within the TTL", session)
+			}
+			// Only the token's hash is stored.
+			if _, err := store.Session(t.Context(), session.Value, time.Now()); err == nil {
+				t.Error("the raw token finds a session: it must be stored hashed")
+			}
+		})
+		t.Run("PlainHTTPCookieNotSecure", func(t *testing.T) {
+			c := e.signedIn(t, "bob")
+			u, _ := url.Parse(e.srv.URL + "/console/")
+			for _, ck := range c.http.Jar.Cookies(u) {
+				if ck.Name == "paynotify_console" && ck.Secure {
+					t.Error("Secure cookie over plain HTTP: the browser would never send it back")
+				}
+			}
+		})
+		t.Run("SignInAndOutAudited", func(t *testing.T) {
+			c := e.signedIn(t, "alice")
+			before := len(audits(t, store))
+			if r := c.post(t, "/console/logout", url.Values{"csrf": {c.csrf(t)}}); r.status != http.StatusSeeOther {
+				t.Fatalf("sign out: %d", r.status)
+			}
+			c.mustGet(t, "/console/", http.StatusSeeOther)
+			rows := audits(t, store)
+			if len(rows) != before+1 || rows[len(rows)-1].Action != model.AuditSignOut || rows[len(rows)-1].Operator != "alice" {
+				t.Fatalf("audit after sign-out: %+v", rows[before:])
+			}
+			var signIns int
+			for _, a := range rows {
+				if a.Action == model.AuditSignIn {
+					signIns++
+				}
+			}
+			if signIns == 0 {
+				t.Error("no sign-in audited")
+			}
+		})
+		t.Run("NextStaysInConsole", func(t *testing.T) {
+			c := e.client(t)
+			page := c.mustGet(t, "/console/login?next=//evil.example/", http.StatusOK)
+			r := c.post(t, "/console/login", url.Values{"login_csrf": {field(t, loginField, page.body)},
+				"operator": {"bob"}, "password": {passwords["bob"]}, "next": {"//evil.example/"}})
+			if r.status != http.StatusSeeOther || r.location != "/console/" {
+				t.Fatalf("redirect after sign-in: %d %q", r.status, r.location)
+			}
+		})
+	})
+}
+
+func TestSignInRateLimited(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		c := e.client(t)
+		for i := range 5 {
+			if r := c.login(t, "alice", "guess"); r.status != http.StatusUnauthorized {
+				t.Fatalf("failure %d: %d", i+1, r.status)
+			}
+		}
+		// Now even the right password waits, and says how long.
+		r := c.login(t, "alice", passwords["alice"])
+		if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+			t.Fatalf("after 5 failures: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
+		}
+		// From another address the name is limited too: a guesser cannot
+		// spread attempts over many addresses.
+		other := e.client(t)
+		if r := other.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests {
+			t.Fatalf("same operator, limited name: %d", r.status)
+		}
+		e.clock.advance(16 * time.Minute)
+		if r := c.login(t, "alice", passwords["alice"]); r.status != http.StatusSeeOther {
+			t.Fatalf("after the window: %d\n%s", r.status, r.body)
+		}
+	})
+}
+
+func TestPagesNeedSignIn(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		mustOrder(t, store, "SN-1", 7, "10.00")
+		e.pay(t, "SN-1", "T-1", "10.00")
+		pages := []string{"/console/", "/console/search?q=SN-1", "/console/orders/SN-1", "/console/payments/T-1",
+			"/console/queues/refunds", "/console/queues/outbox", "/console/audit"}
+		anon := e.client(t)
+		for _, p := range pages {
+			r := anon.mustGet(t, p, http.StatusSeeOther)
+			if want := "/console/login?next=" + url.QueryEscape(p); r.location != want {
+				t.Errorf("GET %s signed out: to %q, want %q", p, r.location, want)
+			}
+		}
+		for _, p := range []string{"/console/logout", "/console/zone"} {
+			if r := anon.post(t, p, url.Values{}); r.status != http.StatusUnauthorized {
+				t.Errorf("POST %s signed out: %d", p, r.status)
+			}
+		}
+		// A made-up cookie is no session.
+		u, _ := url.Parse(e.srv.URL + "/console/")
+		anon.http.Jar.SetCookies(u, []*http.Cookie{{Name: "paynotify_console", Value: strings.Repeat("a", 64), Path: "/console"}})
+		anon.mustGet(t, "/console/", http.StatusSeeOther)
+	})
+}
+
+func TestRemovedOperatorSignedOut(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		before := newEnv(t, store)
+		c := before.signedIn(t, "bob")
+		c.mustGet(t, "/console/", http.StatusOK)
+		// The deployer removes bob and restarts: his session no longer works.
+		after := newEnv(t, store, only("alice"))
+		c.e = after
+		u, _ := url.Parse(before.srv.URL + "/console/")
+		v, _ := url.Parse(after.srv.URL + "/console/")
+		c.http.Jar.SetCookies(v, c.http.Jar.Cookies(u))
+		c.mustGet(t, "/console/", http.StatusSeeOther)
+	})
+}
+
+func TestChangingFormsNeedCSRF(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		alice := e.signedIn(t, "alice")
+		bob := e.signedIn(t, "bob")
+		aliceToken, bobToken := alice.csrf(t), bob.csrf(t)
+		cases := []struct {
+			name string
+			form url.Values
+			// origin, if set, is sent as the Origin header.
+			origin string
+		}{
+			{"Missing", url.Values{"zone": {"UTC"}}, ""},
+			{"AnotherOperatorsToken", url.Values{"zone": {"UTC"}, "csrf": {bobToken}}, ""},
+			{"Garbage", url.Values{"zone": {"UTC"}, "csrf": {"00"}}, ""},
+			{"OtherOrigin", url.Values{"zone": {"UTC"}, "csrf": {aliceToken}}, "https://evil.example"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/console/zone", strings.NewReader(tc.form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				if tc.origin != "" {
+					req.Header.Set("Origin", tc.origin)
+				}
+				if r := alice.do(t, req); r.status != http.StatusForbidden {
+					t.Fatalf("%d, want 403", r.status)
+				}
+				if page := alice.mustGet(t, "/console/", http.StatusOK); !strings.Contains(page.body, `<option value="Asia/Shanghai" selected>`) {
+					t.Fatal("the zone changed")
+				}
+			})
+		}
+		if r := alice.post(t, "/console/zone", url.Values{"zone": {"UTC"}, "csrf": {aliceToken}, "next": {"/console/"}}); r.status != http.StatusSeeOther {
+			t.Fatalf("with the token: %d", r.status)
+		}
+		if page := alice.mustGet(t, "/console/", http.StatusOK); !strings.Contains(page.body, `<option value="UTC" selected>`) {
+			t.Fatal("the zone did not change")
+		}
+		if r := alice.post(t, "/console/zone", url.Values{"zone": {"Mars/Olympus"}, "csrf": {aliceToken}}); r.status != http.StatusBadRequest {
+			t.Fatalf("unknown zone: %d", r.status)
+		}
+	})
+}
+
+func TestAdminTokenSignsInAdmin(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		const token = "an-admin-token-1234"
+		e := newEnv(t, store, only(), func(d *console.Deps) { d.AdminToken = token })
+		c := e.client(t)
+		if r := c.login(t, "alice", passwords["alice"]); r.status != http.StatusUnauthorized {
+			t.Fatalf("no operators configured, alice: %d", r.status)
+		}
+		if r := c.login(t, "someone", token); r.status != http.StatusUnauthorized {
+			t.Fatalf("the token under another name: %d", r.status)
+		}
+		if r := c.login(t, "admin", token+"x"); r.status != http.StatusUnauthorized {
+			t.Fatalf("a longer token: %d", r.status)
+		}
+		if r := c.login(t, "admin", token); r.status != http.StatusSeeOther {
+			t.Fatalf("admin with the token: %d\n%s", r.status, r.body)
+		}
+		if page := c.mustGet(t, "/console/", http.StatusOK); !strings.Contains(page.body, `class="who">admin<`) {
+			t.Fatal("not signed in as admin")
+		}
+	})
+}

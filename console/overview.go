@@ -1,0 +1,117 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"paynotify/service"
+)
+
+// notifyAnswered are the outcomes of notifications answered "success";
+// every other outcome is a failure (Alipay resends).
+var notifyAnswered = map[string]bool{"applied": true, "duplicate": true, "refund_pending": true, "unmatched": true,
+	"ignored": true, "refund_notice": true}
+
+type overviewData struct {
+	page
+	service.Overview
+	// Duplicates and Failures are counted by this instance since it
+	// started: they leave no row in the ledger.
+	Duplicates, Failures float64
+	Chart                chart
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	p := c.page(r, "Overview")
+	ov, err := c.d.Ops.Overview(r.Context(), p.now, p.loc)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	d := overviewData{page: p, Overview: ov, Chart: newChart(ov.Chart, p.loc)}
+	for outcome, n := range c.notifyCounts() {
+		switch {
+		case outcome == "duplicate":
+			d.Duplicates += n
+		case !notifyAnswered[outcome]:
+			d.Failures += n
+		}
+	}
+	c.render(w, r, http.StatusOK, "overview", d)
+}
+
+// notifyCounts reads this instance's paynotify_notifications_total.
+func (c *Console) notifyCounts() map[string]float64 {
+	out := map[string]float64{}
+	if c.d.Gatherer == nil {
+		return out
+	}
+	families, err := c.d.Gatherer.Gather()
+	if err != nil {
+		return out
+	}
+	for _, f := range families {
+		if f.GetName() != "paynotify_notifications_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// chart is the per-minute bar chart, laid out for an inline SVG.
+type chart struct {
+	Width, Height int
+	Max           int
+	Bars          []chartBar
+	Ticks         []chartTick
+}
+
+type chartBar struct {
+	X, W                      int
+	AppliedY, AppliedH        int
+	PendingY, PendingH        int
+	Label                     string
+	Applied, RefundPending, N int
+}
+
+type chartTick struct {
+	X     int
+	Label string
+}
+
+const (
+	chartBarW   = 6
+	chartHeight = 120
+)
+
+func newChart(bars []service.ChartBar, loc *time.Location) chart {
+	ch := chart{Width: len(bars) * chartBarW, Height: chartHeight, Max: 1}
+	for _, b := range bars {
+		ch.Max = max(ch.Max, b.Total())
+	}
+	for i, b := range bars {
+		x := i * chartBarW
+		ah := b.Applied * (chartHeight - 10) / ch.Max
+		ph := b.RefundPending * (chartHeight - 10) / ch.Max
+		if b.Applied > 0 && ah == 0 {
+			ah = 1
+		}
+		if b.RefundPending > 0 && ph == 0 {
+			ph = 1
+		}
+		ch.Bars = append(ch.Bars, chartBar{X: x, W: chartBarW - 1,
+			AppliedY: chartHeight - ah, AppliedH: ah, PendingY: chartHeight - ah - ph, PendingH: ph,
+			Label: b.Minute.In(loc).Format("15:04"), Applied: b.Applied, RefundPending: b.RefundPending, N: b.Total()})
+		if b.Minute.In(loc).Minute()%30 == 0 {
+			ch.Ticks = append(ch.Ticks, chartTick{X: x, Label: b.Minute.In(loc).Format("15:04")})
+		}
+	}
+	return ch
+}

@@ -1,0 +1,265 @@
+package console
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+	_ "time/tzdata" // the operator's zone, even on an image without zoneinfo
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// Currency is the currency every amount is in (Alipay settles CNY).
+const Currency = "CNY"
+
+// Zones offered in the zone picker; any IANA name is accepted.
+var Zones = []string{"Asia/Shanghai", "UTC", "Asia/Hong_Kong", "Asia/Singapore", "Asia/Tokyo", "Europe/London", "Europe/Berlin", "America/New_York", "America/Los_Angeles"}
+
+// pages holds one template set per page, each with the layout.
+type pages struct {
+	sets map[string]*template.Template
+}
+
+func parsePages() (*pages, error) {
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	p := &pages{sets: map[string]*template.Template{}}
+	for _, f := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "templates/"), ".html")
+		if name == "layout" || name == "parts" {
+			continue
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", f)
+		if err != nil {
+			return nil, fmt.Errorf("console template %s: %w", name, err)
+		}
+		p.sets[name] = t
+	}
+	return p, nil
+}
+
+// funcs are the helpers templates use; formatting that needs the
+// operator's zone is a method of page.
+var funcs = template.FuncMap{
+	"money":     money,
+	"orderLink": orderLink,
+	"payLink":   payLink,
+	"status":    func(s model.OrderStatus) string { return s.String() },
+	"outcome":   func(p model.Payment) string { return string(model.OutcomeOf(p.State, p.Reason)) },
+	"lower":     strings.ToLower,
+	"add":       func(a, b int) int { return a + b },
+	"sub":       func(a, b int) int { return a - b },
+	"dict":      dict,
+}
+
+// dict builds a map from key, value pairs, to hand a sub-template more
+// than one value.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, errors.New("dict: odd number of arguments")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, errors.New("dict: keys must be strings")
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
+
+// page is what every page shows around its content.
+type page struct {
+	Title    string
+	Operator string
+	CSRF     string
+	Zone     string
+	Zones    []string
+	Path     string
+	Flash    string
+	loc      *time.Location
+	now      time.Time
+}
+
+func (c *Console) page(r *http.Request, title string) page {
+	ses := session(r)
+	zone := ses.TimeZone
+	if zone == "" {
+		zone = service.DefaultZone
+	}
+	loc, err := loadZone(zone)
+	if err != nil {
+		loc, zone = time.UTC, "UTC"
+	}
+	return page{Title: title, Operator: ses.Operator, CSRF: ses.CSRFToken, Zone: zone, Zones: Zones,
+		Path: r.URL.RequestURI(), Flash: flashes[r.URL.Query().Get("done")], loc: loc, now: c.d.Now()}
+}
+
+// Time shows t in the operator's zone, with UTC on hover.
+func (p page) Time(t time.Time) template.HTML {
+	if t.IsZero() {
+		return ""
+	}
+	u := t.UTC()
+	return template.HTML(fmt.Sprintf(`<time datetime="%s" title="%s UTC">%s</time>`,
+		u.Format(time.RFC3339), u.Format("2006-01-02 15:04:05"), t.In(p.loc).Format("2006-01-02 15:04:05")))
+}
+
+// TimeP shows an optional time.
+func (p page) TimeP(t *time.Time) template.HTML {
+	if t == nil {
+		return "—"
+	}
+	return p.Time(*t)
+}
+
+// Age says how long ago t was, roughly.
+func (p page) Age(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	d := p.now.Sub(*t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// money shows an amount with two decimals, thousands grouped, and the
+// currency.
+func money(d decimal.Decimal) string {
+	s := d.StringFixed(2)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String() + "." + frac + " " + Currency
+	if neg {
+		out = "−" + out
+	}
+	return out
+}
+
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || len(name) > 64 || strings.Contains(name, "..") {
+		return nil, errors.New("bad zone")
+	}
+	return time.LoadLocation(name)
+}
+
+// orderLink is the timeline of an order.
+func orderLink(sn string) string { return Prefix + "/orders/" + pathEscape(sn) }
+
+// payLink is the page of a payment.
+func payLink(tradeNo string) string { return Prefix + "/payments/" + pathEscape(tradeNo) }
+
+// pathEscape escapes an id for a path segment.
+func pathEscape(s string) string {
+	return strings.ReplaceAll(template.URLQueryEscaper(s), "+", "%20")
+}
+
+// flashes are the messages a redirect after an action may show, by code.
+var flashes = map[string]string{
+	"retried":   "The refund is queued again: the worker asks Alipay on its next round.",
+	"resolved":  "Resolved, with your note.",
+	"refunded":  "Refund recorded: the worker sends it to Alipay on its next round.",
+	"requeued":  "The event is queued again: the relay publishes it on its next round.",
+	"already":   "Nothing done: this form was submitted before, and that submission did it.",
+	"signedout": "Signed out.",
+}
+
+// render writes a page, or a 500 if its template fails (rendered to a
+// buffer first, so a half page never goes out).
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	t := c.pages.sets[name]
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
+		c.d.Log.Error("console template failed", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type statusData struct {
+	page
+	Code    int
+	Message string
+}
+
+// status shows a short message page.
+func (c *Console) status(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	c.render(w, r, code, "status", statusData{page: c.page(r, http.StatusText(code)), Code: code, Message: msg})
+}
+
+// fail answers an error: domain errors with their own words, anything
+// else logged once and shown as an internal error.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			msg := row.msg
+			if msg == "" {
+				msg = err.Error()
+			}
+			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg})
+			return
+		}
+	}
+	c.d.Log.Error("console request failed", "path", r.URL.Path, "err", err)
+	c.status(w, r, http.StatusInternalServerError, "Something went wrong; it is in the log.")
+}
+
+// errorTable maps domain errors to pages. An empty msg shows the error's
+// own text (ours, never a driver's).
+var errorTable = []struct {
+	err    error
+	status int
+	msg    string
+}{
+	{model.ErrOrderNotFound, http.StatusNotFound, "No such order."},
+	{model.ErrPaymentNotFound, http.StatusNotFound, "No such payment."},
+	{model.ErrRefundNotFound, http.StatusNotFound, "No such refund."},
+	{model.ErrEventNotFound, http.StatusNotFound, "No such event."},
+	{model.ErrInvalidRequest, http.StatusBadRequest, ""},
+	{model.ErrNotActionable, http.StatusConflict, ""},
+	{model.ErrNothingToRefund, http.StatusConflict, ""},
+	{model.ErrRefundTooLarge, http.StatusUnprocessableEntity, ""},
+	{model.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, ""},
+	{model.ErrRetryable, http.StatusConflict, "Someone else was changing the same order. Try again."},
+	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database did not answer in time. Try again."},
+}
+
+// randomToken is 32 random bytes, hex.
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

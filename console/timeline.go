@@ -1,0 +1,214 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+type searchData struct {
+	page
+	Q        string
+	MemberID int64
+	Orders   []model.Order
+	Next     int64
+	NotFound bool
+}
+
+// search finds what the box names and goes to its timeline; a member id
+// lists the member's orders.
+func (c *Console) search(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	d := searchData{page: c.page(r, "Search"), Q: q}
+	if q == "" {
+		c.render(w, r, http.StatusOK, "search", d)
+		return
+	}
+	if before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64); err == nil && before > 0 {
+		// The next page of a member's orders.
+		id, _ := strconv.ParseInt(q, 10, 64)
+		orders, err := c.d.Ops.MemberOrders(r.Context(), id, before)
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		d.MemberID, d.Orders = id, orders
+		d.Next = nextBefore(orders)
+		c.render(w, r, http.StatusOK, "search", d)
+		return
+	}
+	found, err := c.d.Ops.Search(r.Context(), q)
+	switch {
+	case errors.Is(err, model.ErrOrderNotFound):
+		d.NotFound = true
+		c.render(w, r, http.StatusNotFound, "search", d)
+		return
+	case err != nil:
+		c.fail(w, r, err)
+		return
+	case found.OrderSN != "":
+		http.Redirect(w, r, orderLink(found.OrderSN), http.StatusSeeOther)
+		return
+	case found.Payment != nil:
+		http.Redirect(w, r, payLink(found.Payment.TradeNo), http.StatusSeeOther)
+		return
+	}
+	d.MemberID, d.Orders = found.MemberID, found.Orders
+	d.Next = nextBefore(found.Orders)
+	c.render(w, r, http.StatusOK, "search", d)
+}
+
+func nextBefore(orders []model.Order) int64 {
+	if len(orders) < service.MemberPage {
+		return 0
+	}
+	return orders[len(orders)-1].ID
+}
+
+type timelineData struct {
+	page
+	service.Timeline
+	Story []moment
+	// Key is this page's one-time key for its action forms.
+	Key string
+	// CanRefund: the order has money an operator may refund.
+	CanRefund bool
+}
+
+// moment is one line of an order's story.
+type moment struct {
+	At     time.Time
+	Kind   string // order, attempt, payment, refund, event, audit
+	Title  string
+	Detail string
+	// State is shown as a badge.
+	State string
+}
+
+// timeline shows everything recorded about an order, in time order.
+func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
+	t, err := c.d.Ops.Timeline(r.Context(), r.PathValue("sn"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	key, err := randomToken()
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "order", timelineData{page: c.page(r, "Order "+t.Order.OrderSN), Timeline: t,
+		Story: story(t), Key: key, CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
+}
+
+// story merges what each table recorded into one list, oldest first.
+func story(t service.Timeline) []moment {
+	o := t.Order
+	placed := "pays " + money(o.PayAmount)
+	if len(t.Items) > 0 {
+		placed += fmt.Sprintf(" for %d item(s) worth %s", len(t.Items), money(o.TotalAmount))
+	}
+	if o.CouponID != nil {
+		placed += fmt.Sprintf("; coupon #%d −%s", *o.CouponID, money(o.CouponAmount))
+	}
+	if o.Integration > 0 {
+		placed += fmt.Sprintf("; %d points −%s", o.Integration, money(o.IntegrationAmount))
+	}
+	s := []moment{{At: o.CreateTime, Kind: "order", Title: "Order placed", Detail: placed + fmt.Sprintf("; member %d", o.MemberID)}}
+	for _, a := range t.Attempts {
+		s = append(s, moment{At: a.CreateTime, Kind: "attempt", Title: fmt.Sprintf("Pay attempt #%d opened", a.AttemptNo),
+			Detail: fmt.Sprintf("%s, out_trade_no %s, %s", a.Method, a.OutTradeNo, money(a.Amount))})
+		if a.State != model.AttemptOpen {
+			s = append(s, moment{At: a.UpdateTime, Kind: "attempt", Title: fmt.Sprintf("Pay attempt #%d %s", a.AttemptNo, strings.ToLower(string(a.State))),
+				Detail: "out_trade_no " + a.OutTradeNo, State: string(a.State)})
+		}
+	}
+	for _, p := range t.Payments {
+		detail := fmt.Sprintf("trade_no %s, %s", p.TradeNo, money(p.Amount))
+		if p.Reason != model.RefundNone {
+			detail += ", reason " + string(p.Reason)
+		}
+		if p.PaidAt != nil {
+			detail += ", paid at Alipay " + p.PaidAt.UTC().Format("2006-01-02 15:04:05") + " UTC"
+		}
+		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded: " + string(model.OutcomeOf(p.State, p.Reason)),
+			Detail: detail, State: string(p.State)})
+	}
+	for _, f := range t.Refunds {
+		s = append(s, moment{At: f.CreateTime, Kind: "refund", Title: fmt.Sprintf("Refund requested (%s)", strings.ToLower(string(f.Kind))),
+			Detail: fmt.Sprintf("%s of trade %s, out_request_no %s", money(f.Amount), f.TradeNo, f.OutRequestNo), State: string(f.State)})
+		if f.ResolvedTime != nil {
+			s = append(s, moment{At: *f.ResolvedTime, Kind: "refund", Title: "Refund resolved by " + f.ResolvedBy,
+				Detail: f.Resolution})
+		}
+	}
+	for _, e := range t.Events {
+		state := string(e.State)
+		detail := eventDetail(e.Event)
+		if e.State != model.OutboxSent && e.LastError != "" {
+			detail += fmt.Sprintf(" — %d attempts, last error: %s", e.Attempts, e.LastError)
+		}
+		s = append(s, moment{At: e.Event.OccurredAt, Kind: "event", Title: "Event " + string(e.Event.Type), Detail: detail, State: state})
+	}
+	for _, a := range t.Audit {
+		detail := a.Before + " → " + a.After
+		if a.Note != "" {
+			detail += ": " + a.Note
+		}
+		s = append(s, moment{At: a.CreateTime, Kind: "audit", Title: fmt.Sprintf("%s by %s", a.Action, a.Operator), Detail: detail})
+	}
+	// Within one instant, cause before effect: a payment before its event.
+	rank := map[string]int{"order": 0, "attempt": 1, "payment": 2, "refund": 3, "event": 4, "audit": 5}
+	sort.SliceStable(s, func(i, j int) bool {
+		if !s[i].At.Equal(s[j].At) {
+			return s[i].At.Before(s[j].At)
+		}
+		return rank[s[i].Kind] < rank[s[j].Kind]
+	})
+	return s
+}
+
+// eventDetail summarises an event's data in a few words.
+func eventDetail(ev model.Event) string {
+	var d map[string]any
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"trade_no", "out_request_no", "amount", "state", "reason", "out_trade_no"} {
+		if v, ok := d[k]; ok && v != "" {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+type paymentData struct {
+	page
+	Payment model.Payment
+	Audit   []model.Audit
+	Key     string
+}
+
+// payment shows a payment that has no order to show it with.
+func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
+	p, audit, err := c.d.Ops.Payment(r.Context(), r.PathValue("trade_no"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	key, err := randomToken()
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "payment", paymentData{page: c.page(r, "Payment "+p.TradeNo), Payment: p, Audit: audit, Key: key})
+}

@@ -1,0 +1,132 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	sqlite "github.com/glebarez/go-sqlite"
+	"github.com/go-sql-driver/mysql"
+
+	"paynotify/model"
+)
+
+const auditTable = "admin_audit"
+
+// auditRecord is a row of admin_audit.
+type auditRecord struct {
+	ID          int64 `gorm:"primaryKey"`
+	ActionKey   string
+	Operator    string
+	Action      string
+	OrderID     *int64
+	TargetKind  string
+	TargetID    string
+	BeforeState string
+	AfterState  string
+	Note        string
+	CreateTime  time.Time
+}
+
+func (auditRecord) TableName() string { return auditTable }
+
+func (r auditRecord) audit() model.Audit {
+	return model.Audit{
+		ID: r.ID, Key: r.ActionKey, Operator: r.Operator, Action: model.AuditAction(r.Action), OrderID: r.OrderID,
+		TargetKind: r.TargetKind, TargetID: r.TargetID, Before: r.BeforeState, After: r.AfterState, Note: r.Note,
+		CreateTime: r.CreateTime,
+	}
+}
+
+// InsertAudit appends an operator action to admin_audit. Call it in the
+// transaction of the change it records, so both commit or neither does.
+// A key used before is model.ErrAlreadyDone (the row is left as it was:
+// the table is append-only).
+func (s *Store) InsertAudit(ctx context.Context, a model.Audit) error {
+	rec := auditRecord{
+		ActionKey: a.Key, Operator: a.Operator, Action: string(a.Action), OrderID: a.OrderID,
+		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: clip(a.Before, 200), AfterState: clip(a.After, 200),
+		Note: clip(a.Note, 500), CreateTime: time.Now().UTC(),
+	}
+	err := s.db.WithContext(ctx).Create(&rec).Error
+	if isDuplicate(err) {
+		return model.ErrAlreadyDone
+	}
+	return mapErr(err)
+}
+
+// AuditDone reports whether an action key is recorded already.
+func (s *Store) AuditDone(ctx context.Context, key string) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&auditRecord{}).Where("action_key = ?", key).Count(&n).Error
+	return n > 0, mapErr(err)
+}
+
+// AuditByOrder lists the actions recorded against an order, oldest first.
+func (s *Store) AuditByOrder(ctx context.Context, orderID int64) ([]model.Audit, error) {
+	var recs []auditRecord
+	if err := s.db.WithContext(ctx).Where("order_id = ?", orderID).Order("id").Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	return audits(recs), nil
+}
+
+// AuditByTarget lists the actions recorded against one row (a payment, a
+// refund, an outbox row), oldest first.
+func (s *Store) AuditByTarget(ctx context.Context, kind, id string) ([]model.Audit, error) {
+	var recs []auditRecord
+	if err := s.db.WithContext(ctx).Where("target_kind = ? AND target_id = ?", kind, id).Order("id").Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	return audits(recs), nil
+}
+
+// AuditPage lists up to limit actions, newest first, with an id below
+// before (0: from the newest), by one operator if operator is set.
+func (s *Store) AuditPage(ctx context.Context, operator string, before int64, limit int) ([]model.Audit, error) {
+	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	if operator != "" {
+		q = q.Where("operator = ?", operator)
+	}
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	var recs []auditRecord
+	if err := q.Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	return audits(recs), nil
+}
+
+func audits(recs []auditRecord) []model.Audit {
+	out := make([]model.Audit, len(recs))
+	for i, r := range recs {
+		out[i] = r.audit()
+	}
+	return out
+}
+
+// isDuplicate: a unique key refused the row (MySQL 1062; SQLite
+// SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY).
+func isDuplicate(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1062
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == 2067 || se.Code() == 1555
+	}
+	return false
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary: a note may be Chinese.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

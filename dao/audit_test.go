@@ -1,0 +1,40 @@
+package dao_test
+
+import (
+	"errors"
+	"testing"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+)
+
+func TestAuditAppendOnly(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		id := int64(7)
+		a := model.Audit{Key: "k-0123456789abcdef", Operator: "alice", Action: model.AuditRefundRetry, OrderID: &id,
+			TargetKind: model.TargetRefund, TargetID: "AS-7-x", Before: "REFUND_FAILED", After: "REFUNDING", Note: "退款重试"}
+		if err := store.InsertAudit(ctx, a); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		a.Note = "a second post of the same form"
+		if err := store.InsertAudit(ctx, a); !errors.Is(err, model.ErrAlreadyDone) {
+			t.Fatalf("same key again: %v, want ErrAlreadyDone", err)
+		}
+		db := store.SQL()
+		if _, err := db.ExecContext(ctx, "UPDATE admin_audit SET note = 'rewritten'"); err == nil {
+			t.Error("UPDATE admin_audit succeeded: it must be append-only")
+		}
+		if _, err := db.ExecContext(ctx, "DELETE FROM admin_audit"); err == nil {
+			t.Error("DELETE FROM admin_audit succeeded: it must be append-only")
+		}
+		rows, err := store.AuditByOrder(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Note != "退款重试" || rows[0].Before != "REFUND_FAILED" || rows[0].After != "REFUNDING" {
+			t.Fatalf("audit rows: %+v", rows)
+		}
+	})
+}

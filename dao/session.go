@@ -1,0 +1,60 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+
+	"paynotify/model"
+)
+
+const sessionTable = "console_session"
+
+// sessionRecord is a row of console_session.
+type sessionRecord struct {
+	TokenHash  string `gorm:"primaryKey"`
+	Operator   string
+	CSRFToken  string `gorm:"column:csrf_token"`
+	TimeZone   string
+	ExpiresAt  time.Time
+	CreateTime time.Time
+}
+
+func (sessionRecord) TableName() string { return sessionTable }
+
+// InsertSession records a signed-in operator's session (by the hash of its
+// token) and drops sessions that have expired.
+func (s *Store) InsertSession(ctx context.Context, ses model.Session) error {
+	now := time.Now().UTC()
+	if err := s.db.WithContext(ctx).Where("expires_at < ?", now).Delete(&sessionRecord{}).Error; err != nil {
+		return mapErr(err)
+	}
+	return mapErr(s.db.WithContext(ctx).Create(&sessionRecord{
+		TokenHash: ses.TokenHash, Operator: ses.Operator, CSRFToken: ses.CSRFToken, TimeZone: ses.TimeZone,
+		ExpiresAt: ses.ExpiresAt.UTC(), CreateTime: now,
+	}).Error)
+}
+
+// Session reads an unexpired session by the hash of its token.
+func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (model.Session, error) {
+	var r sessionRecord
+	err := s.db.WithContext(ctx).Where("token_hash = ? AND expires_at > ?", tokenHash, now.UTC()).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.Session{}, model.ErrNoSession
+	}
+	return model.Session{TokenHash: r.TokenHash, Operator: r.Operator, CSRFToken: r.CSRFToken, TimeZone: r.TimeZone,
+		ExpiresAt: r.ExpiresAt, CreateTime: r.CreateTime}, mapErr(err)
+}
+
+// DeleteSession ends a session.
+func (s *Store) DeleteSession(ctx context.Context, tokenHash string) error {
+	return mapErr(s.db.WithContext(ctx).Where("token_hash = ?", tokenHash).Delete(&sessionRecord{}).Error)
+}
+
+// SetSessionZone stores the time zone a session shows times in.
+func (s *Store) SetSessionZone(ctx context.Context, tokenHash, zone string) error {
+	return mapErr(s.db.WithContext(ctx).Model(&sessionRecord{}).Where("token_hash = ?", tokenHash).
+		Update("time_zone", zone).Error)
+}

@@ -1,0 +1,80 @@
+package model
+
+import (
+	"errors"
+	"time"
+)
+
+// AuditAction names what an operator did.
+type AuditAction string
+
+// Operator actions, each recorded in admin_audit in the transaction that
+// does it.
+const (
+	AuditSignIn        AuditAction = "session.sign_in"
+	AuditSignOut       AuditAction = "session.sign_out"
+	AuditRefundRetry   AuditAction = "refund.retry"
+	AuditRefundResolve AuditAction = "refund.resolve"
+	AuditOrderRefund   AuditAction = "order.refund"
+	AuditPaymentRefund AuditAction = "payment.refund"
+	AuditOutboxRequeue AuditAction = "outbox.requeue"
+	AuditReconResolve  AuditAction = "recon.resolve"
+)
+
+// What an audited action touched.
+const (
+	TargetOrder     = "order"
+	TargetPayment   = "payment"
+	TargetRefund    = "refund"
+	TargetOutbox    = "outbox"
+	TargetReconItem = "recon_item"
+	TargetSession   = "session"
+)
+
+// Act is who does an operator action and under which one-time key (the
+// form's): the same key twice does the action once.
+type Act struct {
+	Operator string
+	Key      string
+	Note     string
+}
+
+// Audit is a row of admin_audit: one operator action, append-only.
+type Audit struct {
+	ID         int64
+	Key        string
+	Operator   string
+	Action     AuditAction
+	OrderID    *int64
+	TargetKind string
+	TargetID   string
+	Before     string
+	After      string
+	Note       string
+	CreateTime time.Time
+}
+
+// ErrAlreadyDone: this action's key was used before — the form was posted
+// twice; the first post did the work, this one changed nothing.
+var ErrAlreadyDone = errors.New("already done: this form was submitted before")
+
+// ErrNotActionable: the row is not in a state this action applies to (a
+// refund that is not failed, an outbox row that is not failed, …).
+var ErrNotActionable = errors.New("not in a state this action applies to")
+
+// ValidActKey reports whether key can be an action's one-time key: 16 to
+// 64 letters, digits, '-' or '_'.
+func ValidActKey(key string) bool {
+	if len(key) < 16 || len(key) > 64 {
+		return false
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrEventNotFound: no outbox row has that sequence number.
+var ErrEventNotFound = errors.New("event not found")

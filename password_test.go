@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"paynotify/config"
+)
+
+func TestHashPassword(t *testing.T) {
+	hash := func(t *testing.T, stdin string, args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), environment{args: append([]string{"hash-password"}, args...),
+			stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut})
+		return strings.TrimSpace(out.String()), err
+	}
+	t.Run("Entry", func(t *testing.T) {
+		out, err := hash(t, "correct horse battery\n", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, h, ok := strings.Cut(out, ":")
+		if !ok || name != "alice" {
+			t.Fatalf("output %q: want alice:HASH", out)
+		}
+		if err := bcrypt.CompareHashAndPassword([]byte(h), []byte("correct horse battery")); err != nil {
+			t.Fatalf("the hash does not match the password: %v", err)
+		}
+		if cost, _ := bcrypt.Cost([]byte(h)); cost != passwordCost {
+			t.Errorf("cost %d, want %d", cost, passwordCost)
+		}
+		// What it prints is what the configuration takes.
+		cfg, err := config.Load([]string{"CONSOLE_OPERATORS=" + out})
+		if err != nil || cfg.Operators["alice"] != h {
+			t.Fatalf("CONSOLE_OPERATORS=%s: %v %v", out, cfg.Operators, err)
+		}
+	})
+	t.Run("TooShort", func(t *testing.T) {
+		if out, err := hash(t, "short\n"); err == nil || out != "" {
+			t.Fatalf("a short password: %q %v", out, err)
+		}
+	})
+	t.Run("TwoNames", func(t *testing.T) {
+		if _, err := hash(t, "correct horse battery\n", "alice", "bob"); err == nil {
+			t.Fatal("two names accepted")
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"golang.org/x/sync/errgroup"
+
+	"paynotify/model"
+)
+
+// ChartMinutes is how many minutes the overview's chart covers.
+const ChartMinutes = 120
+
+// Overview is the console's first page: what came in and went out in a
+// window, what waits in each queue, and notifications per minute.
+type Overview struct {
+	Today   Window
+	Last24h Window
+	Queues  Queues
+	// Chart has one bar per minute, oldest first, ending at the current
+	// minute.
+	Chart []ChartBar
+}
+
+// Window is what the ledger recorded since a time.
+type Window struct {
+	Since time.Time
+	// By outcome when each payment arrived (model.OutcomeOf).
+	Applied       model.Tally
+	RefundPending model.Tally
+	// MoneyIn is every payment received, applied or not.
+	MoneyIn  model.Tally
+	Refunded model.Tally
+}
+
+// Queues is what waits for the workers or for an operator.
+type Queues struct {
+	PaymentsRefundPending model.QueueCount
+	RefundsRefunding      model.QueueCount
+	RefundsFailed         model.QueueCount
+	OutboxPending         model.QueueCount
+	OutboxFailed          model.QueueCount
+}
+
+// ChartBar is one minute of payments recorded, by outcome.
+type ChartBar struct {
+	Minute        time.Time
+	Applied       int
+	RefundPending int
+}
+
+// Total is every payment in the minute.
+func (b ChartBar) Total() int { return b.Applied + b.RefundPending }
+
+// Overview reads the overview: "today" starts at midnight in zone.
+func (o *Ops) Overview(ctx context.Context, now time.Time, zone *time.Location) (Overview, error) {
+	var ov Overview
+	local := now.In(zone)
+	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, zone)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { ov.Today, err = o.window(ctx, midnight); return })
+	g.Go(func() (err error) { ov.Last24h, err = o.window(ctx, now.Add(-24*time.Hour)); return })
+	g.Go(func() (err error) { ov.Queues, err = o.queues(ctx); return })
+	g.Go(func() (err error) { ov.Chart, err = o.chart(ctx, now); return })
+	return ov, g.Wait()
+}
+
+func (o *Ops) window(ctx context.Context, since time.Time) (Window, error) {
+	w := Window{Since: since.UTC(), MoneyIn: model.Tally{Amount: decimal.Zero}}
+	tallies, err := o.store.PaymentTallies(ctx, since)
+	if err != nil {
+		return w, err
+	}
+	for _, t := range tallies {
+		w.MoneyIn = w.MoneyIn.Add(t.Count, t.Amount)
+		switch t.NotifyOutcome() {
+		case model.OutcomeApplied:
+			w.Applied = w.Applied.Add(t.Count, t.Amount)
+		default:
+			w.RefundPending = w.RefundPending.Add(t.Count, t.Amount)
+		}
+	}
+	w.Refunded, err = o.store.RefundedSince(ctx, since)
+	return w, err
+}
+
+func (o *Ops) queues(ctx context.Context) (Queues, error) {
+	var q Queues
+	var err error
+	if q.PaymentsRefundPending, err = o.store.PaymentQueue(ctx, model.PaymentRefundPending); err != nil {
+		return q, err
+	}
+	if q.RefundsRefunding, err = o.store.RefundQueue(ctx, model.RefundRefunding); err != nil {
+		return q, err
+	}
+	if q.RefundsFailed, err = o.store.RefundQueue(ctx, model.RefundFailed); err != nil {
+		return q, err
+	}
+	if q.OutboxPending, err = o.store.OutboxQueue(ctx, model.OutboxPending); err != nil {
+		return q, err
+	}
+	q.OutboxFailed, err = o.store.OutboxQueue(ctx, model.OutboxFailed)
+	return q, err
+}
+
+func (o *Ops) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {
+	end := now.UTC().Truncate(time.Minute)
+	start := end.Add(-(ChartMinutes - 1) * time.Minute)
+	marks, err := o.store.PaymentMarks(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	bars := make([]ChartBar, ChartMinutes)
+	for i := range bars {
+		bars[i].Minute = start.Add(time.Duration(i) * time.Minute)
+	}
+	for _, m := range marks {
+		i := int(m.At.UTC().Sub(start) / time.Minute)
+		if i < 0 || i >= len(bars) {
+			continue // recorded after now (clock skew between instances)
+		}
+		if model.OutcomeOf(m.State, m.Reason) == model.OutcomeApplied {
+			bars[i].Applied++
+		} else {
+			bars[i].RefundPending++
+		}
+	}
+	return bars, nil
+}

@@ -1,0 +1,182 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/model"
+)
+
+// Timeline is everything recorded about one order: what support needs to
+// answer "I paid, why is my order not paid?" in one look.
+type Timeline struct {
+	Order    model.Order
+	Items    []model.OrderItem
+	Attempts []model.AttemptChange
+	Payments []model.Payment
+	Refunds  []model.Refund
+	Events   []model.OutboxRow
+	Audit    []model.Audit
+	// Refundable is what an operator may still refund of the applied
+	// payment (zero when nothing is), by the admin API's rule.
+	Refundable decimal.Decimal
+}
+
+// Found is what a search term names.
+type Found struct {
+	// OrderSN is set when the term leads to one order.
+	OrderSN string
+	// Payment is set when the term is a payment with no order to show.
+	Payment *model.Payment
+	// MemberID and Orders are set when the term is a member id.
+	MemberID int64
+	Orders   []model.Order
+}
+
+// MemberPage is how many of a member's orders a search lists.
+const MemberPage = 50
+
+// Search finds what an operator typed: an order_sn, a trade_no, an
+// out_trade_no, a refund's out_request_no, or a member id (digits that
+// name nothing else). Nothing found is model.ErrOrderNotFound.
+func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
+	q = strings.TrimSpace(q)
+	if q == "" || len(q) > 128 || !printableASCII(q) {
+		// Identifiers are ASCII: anything else names nothing, and must not
+		// reach an ascii_bin column (MySQL refuses the comparison).
+		return Found{}, model.ErrOrderNotFound
+	}
+	if len(q) <= 64 {
+		if ord, err := o.store.Order(ctx, q); err == nil {
+			return Found{OrderSN: ord.OrderSN}, nil
+		} else if !errors.Is(err, model.ErrOrderNotFound) {
+			return Found{}, err
+		}
+	}
+	if p, err := o.store.Payment(ctx, model.ProviderAlipay, q); err == nil {
+		return o.foundPayment(ctx, p)
+	} else if !errors.Is(err, model.ErrPaymentNotFound) {
+		return Found{}, err
+	}
+	if len(q) <= 64 {
+		if a, err := o.store.AttemptByOutTradeNo(ctx, q); err == nil {
+			return o.foundOrderID(ctx, a.OrderID)
+		} else if !errors.Is(err, model.ErrAttemptNotFound) {
+			return Found{}, err
+		}
+		if f, err := o.store.Refund(ctx, q); err == nil {
+			return o.foundOrderID(ctx, f.OrderID)
+		} else if !errors.Is(err, model.ErrRefundNotFound) {
+			return Found{}, err
+		}
+		ps, err := o.store.PaymentsByOutTradeNo(ctx, q)
+		if err != nil {
+			return Found{}, err
+		}
+		if len(ps) > 0 {
+			return o.foundPayment(ctx, ps[0])
+		}
+	}
+	if id, err := strconv.ParseInt(q, 10, 64); err == nil && id > 0 {
+		orders, err := o.store.OrdersByMember(ctx, id, 0, MemberPage)
+		if err != nil {
+			return Found{}, err
+		}
+		if len(orders) > 0 {
+			return Found{MemberID: id, Orders: orders}, nil
+		}
+	}
+	return Found{}, model.ErrOrderNotFound
+}
+
+// MemberOrders lists a member's orders, newest first, below an order id.
+func (o *Ops) MemberOrders(ctx context.Context, memberID, before int64) ([]model.Order, error) {
+	return o.store.OrdersByMember(ctx, memberID, before, MemberPage)
+}
+
+func (o *Ops) foundPayment(ctx context.Context, p model.Payment) (Found, error) {
+	f, err := o.foundOrderID(ctx, p.OrderID)
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return Found{Payment: &p}, nil
+	}
+	return f, err
+}
+
+func (o *Ops) foundOrderID(ctx context.Context, id int64) (Found, error) {
+	ord, err := o.store.OrderByID(ctx, id)
+	if err != nil {
+		return Found{}, err
+	}
+	return Found{OrderSN: ord.OrderSN}, nil
+}
+
+// Timeline reads everything recorded about an order.
+func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
+	var t Timeline
+	if !printableASCII(sn) {
+		return t, model.ErrOrderNotFound
+	}
+	var err error
+	if t.Order, err = o.store.Order(ctx, sn); err != nil {
+		return t, err
+	}
+	id := t.Order.ID
+	if t.Items, err = o.store.OrderItems(ctx, id); err != nil {
+		return t, err
+	}
+	if t.Attempts, err = o.store.AttemptsByOrder(ctx, id); err != nil {
+		return t, err
+	}
+	if t.Payments, err = o.store.PaymentsByOrder(ctx, id); err != nil {
+		return t, err
+	}
+	if t.Refunds, err = o.store.RefundsByOrder(ctx, id); err != nil {
+		return t, err
+	}
+	if t.Events, err = o.store.OutboxByAggregate(ctx, id); err != nil {
+		return t, err
+	}
+	if t.Audit, err = o.store.AuditByOrder(ctx, id); err != nil {
+		return t, err
+	}
+	if paid, left := refundable(t.Order, t.Payments, t.Refunds); paid != nil {
+		t.Refundable = left
+	}
+	return t, nil
+}
+
+// refundable finds the payment that paid an order and what is left to
+// refund of it: paid minus every refund of that trade not failed. It is
+// nil when the order has nothing an operator may refund.
+func refundable(order model.Order, pays []model.Payment, refunds []model.Refund) (*model.Payment, decimal.Decimal) {
+	var paid *model.Payment
+	for i := range pays {
+		if pays[i].State == model.PaymentApplied {
+			paid = &pays[i]
+		}
+	}
+	if paid == nil || order.Status == model.OrderAwaitingPayment || order.Status == model.OrderClosed {
+		return nil, decimal.Zero
+	}
+	left := paid.Amount
+	for _, f := range refunds {
+		if f.TradeNo == paid.TradeNo && f.State != model.RefundFailed {
+			left = left.Sub(f.Amount)
+		}
+	}
+	return paid, left
+}
+
+// printableASCII reports whether s is visible ASCII only.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return s != ""
+}
