@@ -81,7 +81,7 @@ func (o *Ops) AuditLog(ctx context.Context, operator string, before int64) ([]mo
 
 // Payment reads one payment by trade_no, with what operators did to it.
 func (o *Ops) Payment(ctx context.Context, tradeNo string) (model.Payment, []model.Audit, error) {
-	if !printableASCII(tradeNo) || len(tradeNo) > 128 {
+	if !model.ValidID(tradeNo) {
 		return model.Payment{}, nil, model.ErrPaymentNotFound
 	}
 	p, err := o.store.Payment(ctx, model.ProviderAlipay, tradeNo)

@@ -45,7 +45,7 @@ const MemberPage = 50
 // name nothing else). Nothing found is model.ErrOrderNotFound.
 func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
 	q = strings.TrimSpace(q)
-	if q == "" || len(q) > 128 || !printableASCII(q) {
+	if !model.ValidID(q) {
 		// Identifiers are ASCII: anything else names nothing, and must not
 		// reach an ascii_bin column (MySQL refuses the comparison).
 		return Found{}, model.ErrOrderNotFound
@@ -117,7 +117,7 @@ func (o *Ops) foundOrderID(ctx context.Context, id int64) (Found, error) {
 // Timeline reads everything recorded about an order.
 func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
 	var t Timeline
-	if !printableASCII(sn) {
+	if !model.ValidID(sn) {
 		return t, model.ErrOrderNotFound
 	}
 	var err error
@@ -169,14 +169,4 @@ func refundable(order model.Order, pays []model.Payment, refunds []model.Refund)
 		}
 	}
 	return paid, left
-}
-
-// printableASCII reports whether s is visible ASCII only.
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return s != ""
 }
