@@ -171,6 +171,9 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{name: "BadDriver", environ: []string{"DB_DRIVER=postgres"}, want: []string{"DB_DRIVER"}},
 		// The container image's default: MySQL, and nothing to reach it by.
 		{name: "MySQLWithoutDSN", environ: []string{"DB_DRIVER=mysql"}, want: []string{"DB_DSN is required with DB_DRIVER=mysql"}},
+		// A malformed value does not hide the missing ones: all at once.
+		{name: "MalformedAndMissing", environ: []string{"NOTIFY_TIMEOUT=4", "DB_MAX_OPEN_CONNS=many"},
+			want: []string{"NOTIFY_TIMEOUT", "DB_MAX_OPEN_CONNS", "ALIPAY_APP_ID", "ALIPAY_SELLER_ID", "ALIPAY_APP_PRIVATE_KEY", "ALIPAY_PUBLIC_KEY"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -33,12 +33,10 @@ func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
+	// Every problem at once: the general settings' and Alipay's.
 	cfg, err := config.Load(env.environ)
-	if err != nil {
-		return err
-	}
-	acfg, err := cfg.Alipay(devKeys())
-	if err != nil {
+	acfg, aerr := cfg.Alipay(devKeys())
+	if err := config.Join(err, aerr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
@@ -244,11 +242,11 @@ func consumeCmd(ctx context.Context, env environment) error {
 		return err
 	}
 	cfg, err := config.Load(env.environ)
+	if cfg.NATSURL == "" {
+		err = config.Join(err, errors.New("NATS_URL is required: consume reads the event stream from NATS JetStream (e.g. nats://127.0.0.1:4222)"))
+	}
 	if err != nil {
 		return err
-	}
-	if cfg.NATSURL == "" {
-		return errors.New("consume needs NATS_URL")
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})

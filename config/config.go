@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -74,7 +75,8 @@ type Config struct {
 }
 
 // Load reads the configuration from environ (os.Environ() form). It checks
-// only types; Alipay checks what the Alipay settings mean.
+// types and ranges, and names every problem, by its environment variable,
+// in one *Error; Alipay checks what the Alipay settings mean.
 func Load(environ []string) (Config, error) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -82,42 +84,120 @@ func Load(environ []string) (Config, error) {
 			vars[k] = v
 		}
 	}
+	var problems []string
+	// unreadable: variables whose value did not parse; their fields hold
+	// zero, which the range checks below must not report again.
+	unreadable := map[string]bool{}
 	c, err := env.ParseAsWithOptions[Config](env.Options{Environment: vars})
 	if err != nil {
-		return c, fmt.Errorf("configuration: %w", err)
+		var agg env.AggregateError
+		if !errors.As(err, &agg) {
+			return c, &Error{Problems: []string{err.Error()}}
+		}
+		for _, e := range agg.Errors {
+			var pe env.ParseError
+			if !errors.As(e, &pe) {
+				problems = append(problems, e.Error())
+				continue
+			}
+			name := varName(pe.Name)
+			unreadable[name] = true
+			problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], wantOf(pe.Type)))
+		}
 	}
-	var errs []error
-	if c.DBDriver != "mysql" && c.DBDriver != "sqlite" {
-		errs = append(errs, fmt.Errorf("DB_DRIVER %q: want mysql or sqlite", c.DBDriver))
+	// check reports name unless ok, showing what was set unless secret.
+	check := func(name string, ok bool, want string, secret bool) {
+		switch {
+		case ok || unreadable[name]:
+		case secret:
+			problems = append(problems, name+": want "+want)
+		default:
+			problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], want))
+		}
 	}
+	positive := func(name string, ok bool) { check(name, ok, "more than zero", false) }
+	check("DB_DRIVER", c.DBDriver == "mysql" || c.DBDriver == "sqlite", "mysql or sqlite", false)
+	positive("DB_MAX_OPEN_CONNS", c.DBMaxOpenConns > 0)
+	positive("NOTIFY_TIMEOUT", c.NotifyTimeout > 0)
+	check("API_JWT_SECRET", c.APIJWTSecret == "" || len(c.APIJWTSecret) >= 32, "at least 32 bytes (HS256 needs a 256-bit secret)", true)
+	check("ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters", true)
 	if c.DBDriver == "mysql" && vars["DB_DSN"] == "" {
 		// The default is an SQLite file name: never a MySQL DSN.
-		errs = append(errs, errors.New("DB_DSN is required with DB_DRIVER=mysql (user:password@tcp(host:3306)/dbname)"))
-	}
-	if c.APIJWTSecret != "" && len(c.APIJWTSecret) < 32 {
-		errs = append(errs, errors.New("API_JWT_SECRET: at least 32 bytes (HS256 needs a 256-bit secret)"))
-	}
-	if c.AdminToken != "" && len(c.AdminToken) < 16 {
-		errs = append(errs, errors.New("ADMIN_TOKEN: at least 16 characters"))
+		problems = append(problems, "DB_DSN is required with DB_DRIVER=mysql (user:password@tcp(host:3306)/dbname)")
 	}
 	if ops, err := c.operators(); err != nil {
-		errs = append(errs, err)
+		problems = append(problems, err.Error())
 	} else {
 		c.Operators = ops
 	}
-	if c.ConsoleSessionTTL < time.Minute {
-		errs = append(errs, errors.New("CONSOLE_SESSION_TTL: at least 1m"))
-	}
-	if c.OrderPayTimeout <= 0 || c.OrderCloseInterval <= 0 || c.OrderCloseBatch <= 0 || c.AlipayJobsInterval <= 0 {
-		errs = append(errs, errors.New("ORDER_PAY_TIMEOUT, ORDER_CLOSE_INTERVAL, ORDER_CLOSE_BATCH and ALIPAY_JOBS_INTERVAL must be positive"))
-	}
-	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "https://") && !strings.HasPrefix(c.PublicURL, "http://") {
-		errs = append(errs, fmt.Errorf("PUBLIC_URL %q: want an http(s) URL", c.PublicURL))
-	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("configuration:\n  %w", joinLines(errs))
+	check("CONSOLE_SESSION_TTL", c.ConsoleSessionTTL >= time.Minute, "at least 1m", false)
+	positive("ORDER_PAY_TIMEOUT", c.OrderPayTimeout > 0)
+	positive("ORDER_CLOSE_INTERVAL", c.OrderCloseInterval > 0)
+	positive("ORDER_CLOSE_BATCH", c.OrderCloseBatch > 0)
+	positive("ALIPAY_JOBS_INTERVAL", c.AlipayJobsInterval > 0)
+	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
+		"an http(s) URL", false)
+	if len(problems) > 0 {
+		return c, &Error{Problems: problems}
 	}
 	return c, nil
+}
+
+// Error is every problem found in the configuration, each naming its
+// environment variable.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	return "configuration:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// Join lists the problems of several checks (Load, Alipay) in one *Error,
+// so that an operator sees them all at once; nil if there are none.
+func Join(errs ...error) error {
+	var all []string
+	for _, err := range errs {
+		var ce *Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			all = append(all, ce.Problems...)
+		default:
+			all = append(all, err.Error())
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return &Error{Problems: all}
+}
+
+// varName is the environment variable of a Config field.
+func varName(field string) string {
+	if f, ok := reflect.TypeFor[Config]().FieldByName(field); ok {
+		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
+			return name
+		}
+	}
+	return field
+}
+
+// wantOf says what a variable of type t must hold.
+func wantOf(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[time.Duration]():
+		return "a duration such as 500ms, 4s or 30m"
+	case reflect.TypeFor[slog.Level]():
+		return "DEBUG, INFO, WARN or ERROR"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	}
+	return "a " + t.String()
 }
 
 // LogValue shows the configuration without its secrets.
@@ -214,7 +294,7 @@ func (c Config) Alipay(devKeys []string) (alipay.Config, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return ac, fmt.Errorf("configuration:\n  %w", joinLines(errs))
+		return ac, Join(errs...)
 	}
 	return ac, nil
 }
@@ -252,13 +332,4 @@ func keyBody(s string) string {
 		b.WriteString(line)
 	}
 	return b.String()
-}
-
-// joinLines joins errors one per line, indented under "configuration:".
-func joinLines(errs []error) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return errors.New(strings.Join(msgs, "\n  "))
 }
