@@ -290,7 +290,11 @@ func seedDemo(ctx context.Context, store *dao.Store) error {
 			return fmt.Errorf("seed %s: %w", d.sn, err)
 		}
 		if d.closed {
-			if _, err := store.CloseOrder(ctx, o.ID); err != nil {
+			err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+				_, err := tx.CloseOrder(ctx)
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("seed %s: %w", d.sn, err)
 			}
 		}

@@ -174,7 +174,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		mux.Handle("/", h)
 		h = mux
 	}
-	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume)
+	reconciler := service.NewReconciler(store, a.alipay, payments, log)
+	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume, reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job())
 	if err != nil {
 		return err
 	}
@@ -187,9 +189,6 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		reg.MustRegister(unguarded)
 		checkout.OnUnguarded = unguarded.Inc
 	}
-	reconciler := service.NewReconciler(store, a.alipay, payments, log)
-	w.go_(func() { reconciler.Run(w.ctx, cfg.AlipayJobsInterval) })
-	w.go_(func() { refunds.Run(w.ctx, cfg.AlipayJobsInterval) })
 
 	ln := a.ln
 	if ln == nil {

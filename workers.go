@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"paynotify/broker"
 	"paynotify/config"
@@ -15,85 +15,83 @@ import (
 	"paynotify/service"
 )
 
-// workers are the background jobs that run beside the HTTP server: the
-// order closer, the outbox relay (when NATS_URL is set) and, in dev, the
-// accounting consumer.
+// workers are what runs beside the HTTP server: every background job
+// (the order closer, the Alipay jobs, the outbox relay when NATS_URL is
+// set) through service.RunJobs, and, in dev, the accounting consumer — all
+// in one errgroup, stopped by one context.
 type workers struct {
-	wg     sync.WaitGroup
-	ctx    context.Context
 	cancel context.CancelFunc
+	group  *errgroup.Group
 	broker *broker.JetStream
 }
 
-// startWorkers starts the background jobs. They stop with stop(), not with
-// the server's context, so they outlive the HTTP drain.
-func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, reg prometheus.Registerer, consume bool) (*workers, error) {
-	wctx, cancel := context.WithCancel(context.Background())
-	w := &workers{ctx: wctx, cancel: cancel}
+// startWorkers starts the background jobs: the closer and the relay, made
+// here from the configuration, and the jobs given. They stop with stop(),
+// not with the server's context, so they outlive the HTTP drain.
+func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, reg prometheus.Registerer, consume bool, jobs ...service.Job) (*workers, error) {
 	m := newWorkerMetrics(reg, store)
+	closer := service.NewCloser(store, log)
+	closer.PayTimeout, closer.Interval, closer.Batch = cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch
+	jobs = append([]service.Job{closer.Job()}, jobs...)
+	m.closerJob = closer.Job().Name
 
-	closer := service.NewCloser(store, log, cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch)
-	closer.OnClosed = func(n int) { m.closed.Add(float64(n)) }
-	w.go_(func() { closer.Run(wctx) })
-
+	var b *broker.JetStream
 	if cfg.NATSURL == "" {
 		log.Warn(service.ErrNoBroker.Error())
-		return w, nil
+	} else {
+		var err error
+		if b, err = broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log); err != nil {
+			return nil, err
+		}
+		relay := service.NewRelay(store, b, log)
+		relay.OnPublished = func(sent, failed int) {
+			m.published.WithLabelValues("sent").Add(float64(sent))
+			m.published.WithLabelValues("failed").Add(float64(failed))
+		}
+		jobs = append(jobs, relay.Job())
+		log.Info("outbox relay started", "nats", cfg.NATSURL, "stream", broker.DefaultStream)
 	}
-	b, err := broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log)
-	if err != nil {
-		w.stop()
-		return nil, err
-	}
-	w.broker = b
-	relay := service.NewRelay(store, b, log)
-	relay.OnPublished = func(sent, failed int) {
-		m.published.WithLabelValues("sent").Add(float64(sent))
-		m.published.WithLabelValues("failed").Add(float64(failed))
-	}
-	w.go_(func() { relay.Run(wctx) })
-	log.Info("outbox relay started", "nats", cfg.NATSURL, "stream", broker.DefaultStream)
-	if consume {
-		w.startConsumer(wctx, log, b, store, m)
+
+	wctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(wctx)
+	w := &workers{cancel: cancel, group: g, broker: b}
+	g.Go(func() error { return service.RunJobs(gctx, log, m.round, jobs...) })
+	if b != nil && consume {
+		acct := service.NewAccounting(store)
+		acct.OnBooked = func(dup bool) {
+			if dup {
+				m.consumed.WithLabelValues("duplicate").Inc()
+			} else {
+				m.consumed.WithLabelValues("booked").Inc()
+			}
+		}
+		g.Go(func() error {
+			if err := b.Consume(gctx, accountingDurable, service.AccountingEvents, acct.Book); err != nil {
+				log.Error("accounting consumer stopped", "err", err)
+			}
+			return nil
+		})
+		log.Info("accounting consumer started", "durable", accountingDurable)
 	}
 	return w, nil
-}
-
-func (w *workers) startConsumer(ctx context.Context, log *slog.Logger, b *broker.JetStream, store *dao.Store, m *workerMetrics) {
-	acct := service.NewAccounting(store)
-	acct.OnBooked = func(dup bool) {
-		if dup {
-			m.consumed.WithLabelValues("duplicate").Inc()
-		} else {
-			m.consumed.WithLabelValues("booked").Inc()
-		}
-	}
-	w.go_(func() {
-		if err := b.Consume(ctx, accountingDurable, service.AccountingEvents, acct.Book); err != nil {
-			log.Error("accounting consumer stopped", "err", err)
-		}
-	})
-	log.Info("accounting consumer started", "durable", accountingDurable)
 }
 
 // accountingDurable is the JetStream durable consumer of the journal.
 const accountingDurable = "paynotify-accounting"
 
-func (w *workers) go_(f func()) {
-	w.wg.Add(1)
-	go func() { defer w.wg.Done(); f() }()
-}
-
 // stop ends the jobs and waits for them.
 func (w *workers) stop() {
 	w.cancel()
-	w.wg.Wait()
+	_ = w.group.Wait()
 	if w.broker != nil {
 		w.broker.Close()
 	}
 }
 
 type workerMetrics struct {
+	closerJob string
+	rounds    *prometheus.CounterVec
+	rows      *prometheus.CounterVec
 	closed    prometheus.Counter
 	published *prometheus.CounterVec
 	consumed  *prometheus.CounterVec
@@ -101,6 +99,12 @@ type workerMetrics struct {
 
 func newWorkerMetrics(reg prometheus.Registerer, store *dao.Store) *workerMetrics {
 	m := &workerMetrics{
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paynotify_job_rounds_total", Help: "Rounds of each background job, by result (ok, error).",
+		}, []string{"job", "result"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paynotify_job_rows_total", Help: "Rows each background job finished.",
+		}, []string{"job"}),
 		closed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "paynotify_orders_closed_total", Help: "Unpaid orders closed by the timeout closer.",
 		}),
@@ -111,7 +115,7 @@ func newWorkerMetrics(reg prometheus.Registerer, store *dao.Store) *workerMetric
 			Name: "paynotify_accounting_events_total", Help: "Events the accounting consumer booked, or found booked already.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.closed, m.published, m.consumed)
+	reg.MustRegister(m.rounds, m.rows, m.closed, m.published, m.consumed)
 	for _, state := range []model.OutboxState{model.OutboxPending, model.OutboxFailed} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "paynotify_outbox_rows",
@@ -128,4 +132,17 @@ func newWorkerMetrics(reg prometheus.Registerer, store *dao.Store) *workerMetric
 		}))
 	}
 	return m
+}
+
+// round counts one round of a job.
+func (m *workerMetrics) round(r service.Round) {
+	result := "ok"
+	if r.Err != nil {
+		result = "error"
+	}
+	m.rounds.WithLabelValues(r.Job, result).Inc()
+	m.rows.WithLabelValues(r.Job).Add(float64(r.Rows))
+	if r.Job == m.closerJob {
+		m.closed.Add(float64(r.Rows))
+	}
 }

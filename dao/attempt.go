@@ -3,7 +3,6 @@ package dao
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -45,10 +44,10 @@ func (r attemptRecord) attempt() model.PayAttempt {
 	return a
 }
 
-// InsertAttempt records a new payment attempt and reports whether it did:
+// insertAttempt records a new payment attempt and reports whether it did:
 // false means (order_id, attempt_no) or out_trade_no exists — another
 // request created it first.
-func (s *Store) InsertAttempt(ctx context.Context, a model.PayAttempt) (bool, error) {
+func (s *Store) insertAttempt(ctx context.Context, a model.PayAttempt) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
 		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
@@ -92,29 +91,49 @@ func (s *Store) SetAttemptURL(ctx context.Context, id int64, payURL string) erro
 }
 
 // SetAttemptState moves an attempt from one state to another
-// (compare-and-set) and reports whether it did.
+// (compare-and-set, one statement of its own) and reports whether it did.
+// Inside an order's transaction use OrderTx.SetAttemptState.
 func (s *Store) SetAttemptState(ctx context.Context, id int64, from, to model.AttemptState) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ? AND state = ?", id, from).
-		Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
+	return s.setAttemptState(ctx, 0, id, from, to)
+}
+
+// setAttemptState is SetAttemptState, limited to one order's attempts
+// unless orderID is 0.
+func (s *Store) setAttemptState(ctx context.Context, orderID, id int64, from, to model.AttemptState) (bool, error) {
+	q := s.db.WithContext(ctx).Model(&attemptRecord{}).Where("id = ? AND state = ?", id, from)
+	if orderID != 0 {
+		q = q.Where("order_id = ?", orderID)
+	}
+	res := q.Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// MarkAttemptPaid moves the attempt with this out_trade_no, if any, to
-// PAID (from OPEN, or from CLOSED: a trade closed before the buyer opened
-// it can still be paid). The notify transaction calls it after the
+// markAttemptPaid moves an order's attempt with this out_trade_no, if
+// any, to PAID (from OPEN, or from CLOSED: a trade closed before the buyer
+// opened it can still be paid). The notify transaction calls it after the
 // payment row.
-func (s *Store) MarkAttemptPaid(ctx context.Context, outTradeNo string) error {
+func (s *Store) markAttemptPaid(ctx context.Context, orderID int64, outTradeNo string) error {
 	return mapErr(s.db.WithContext(ctx).Model(&attemptRecord{}).
-		Where("out_trade_no = ? AND state IN ?", outTradeNo, []model.AttemptState{model.AttemptOpen, model.AttemptClosed}).
+		Where("out_trade_no = ? AND order_id = ? AND state IN ?", outTradeNo, orderID, []model.AttemptState{model.AttemptOpen, model.AttemptClosed}).
 		Updates(map[string]any{"state": model.AttemptPaid, "update_time": time.Now().UTC()}).Error)
 }
 
 // ClaimAttemptsToQuery claims up to limit attempts whose next query is
 // due — OPEN ones, and CLOSED ones that Alipay could still take payment on
 // (expire_at not yet past by grace) — pushing their next query past lease
-// so no other instance takes them meanwhile (FOR UPDATE SKIP LOCKED,
-// committed at once by the caller).
+// so no other instance takes them meanwhile. It is a short transaction of
+// its own (FOR UPDATE SKIP LOCKED, then the lease), locking no order.
 func (s *Store) ClaimAttemptsToQuery(ctx context.Context, now time.Time, grace, lease time.Duration, limit int) ([]model.PayAttempt, error) {
+	var out []model.PayAttempt
+	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		var err error
+		out, err = tx.claimAttemptsToQuery(ctx, now, grace, lease, limit)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) claimAttemptsToQuery(ctx context.Context, now time.Time, grace, lease time.Duration, limit int) ([]model.PayAttempt, error) {
 	var recs []attemptRecord
 	err := s.db.WithContext(ctx).Where("next_query_at <= ? AND (state = ? OR (state = ? AND expire_at > ?))",
 		now.UTC(), model.AttemptOpen, model.AttemptClosed, now.Add(-grace).UTC()).
@@ -143,12 +162,14 @@ func (s *Store) ScheduleQuery(ctx context.Context, id int64, at time.Time) error
 
 // OpenAttemptsOfSettledOrders lists OPEN attempts whose order no longer
 // awaits payment (closed, or paid by another attempt): trades to close at
-// Alipay before someone pays them too.
-func (s *Store) OpenAttemptsOfSettledOrders(ctx context.Context, limit int) ([]model.PayAttempt, error) {
+// Alipay before someone pays them too. Attempts whose close is postponed
+// past now (PostponeTradeClose) are left out.
+func (s *Store) OpenAttemptsOfSettledOrders(ctx context.Context, now time.Time, limit int) ([]model.PayAttempt, error) {
 	var recs []attemptRecord
+	cond, args := notPostponed(backoffTradeClose, "a.id", "''", now)
 	err := s.db.WithContext(ctx).Table(attemptTable+" AS a").Select("a.*").
 		Joins("JOIN "+orderTable+" o ON o.id = a.order_id").
-		Where("a.state = ? AND o.status != ?", model.AttemptOpen, model.OrderAwaitingPayment).
+		Where("a.state = ? AND o.status != ?", model.AttemptOpen, model.OrderAwaitingPayment).Where(cond, args...).
 		Order("a.id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, mapErr(err)
@@ -158,15 +179,4 @@ func (s *Store) OpenAttemptsOfSettledOrders(ctx context.Context, limit int) ([]m
 		out[i] = r.attempt()
 	}
 	return out, nil
-}
-
-// OrderForUpdateByID locks an order by id.
-func (s *Store) OrderForUpdateByID(ctx context.Context, id int64) (model.Order, error) {
-	var o model.Order
-	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).
-		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return o, fmt.Errorf("%w: id %d", model.ErrOrderNotFound, id)
-	}
-	return o, mapErr(err)
 }

@@ -20,41 +20,20 @@ const (
 	memberTable = "ums_member"
 )
 
-// SKUsForUpdate reads SKUs by id and locks them in ascending id order —
-// the one order every transaction locks stock rows in. Missing ids are
-// simply absent from the result.
-func (s *Store) SKUsForUpdate(ctx context.Context, ids []int64) ([]model.SKU, error) {
-	var skus []model.SKU
-	err := s.db.WithContext(ctx).Table(skuTable).Select("id", "price", "stock", "lock_stock").
-		Where("id IN ?", ids).Order("id").
-		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&skus).Error
-	return skus, mapErr(err)
-}
-
-// ReserveStock reserves qty units of a SKU for an unpaid order
+// reserveStock reserves qty units of a SKU for an unpaid order
 // (compare-and-set: only if that many are unreserved). It reports whether
 // it did.
-func (s *Store) ReserveStock(ctx context.Context, skuID int64, qty int) (bool, error) {
+func (s *Store) reserveStock(ctx context.Context, skuID int64, qty int) (bool, error) {
 	res := s.db.WithContext(ctx).Table(skuTable).
 		Where("id = ? AND stock - lock_stock >= ?", skuID, qty).
 		Updates(map[string]any{"lock_stock": gorm.Expr("lock_stock + ?", qty), "modify_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// SellReservation turns an order's reservation into a sale (stock and
-// lock_stock both drop by each quantity). The caller holds the order lock
-// and has just moved it 0→1, so this runs once per order.
-func (s *Store) SellReservation(ctx context.Context, o model.Order) error {
-	return s.adjustReservation(ctx, o, true)
-}
-
-// ReleaseReservation gives an order's reservation back (lock_stock drops by
-// each quantity). The caller holds the order lock and has just moved it
-// 0→4, so this runs once per order.
-func (s *Store) ReleaseReservation(ctx context.Context, o model.Order) error {
-	return s.adjustReservation(ctx, o, false)
-}
-
+// adjustReservation sells (stock and lock_stock both drop by each
+// quantity) or releases (lock_stock drops) an order's reservation. The
+// caller holds the order lock and has just moved it 0→1 or 0→4, so this
+// runs once per order.
 func (s *Store) adjustReservation(ctx context.Context, o model.Order, sell bool) error {
 	// The reservation is on the order row we hold: no read of the lines
 	// (whose index gaps a concurrent placement inserting its own lines would
@@ -89,8 +68,8 @@ func (s *Store) adjustReservation(ctx context.Context, o model.Order, sell bool)
 	return nil
 }
 
-// CouponForUpdate reads a coupon and locks it.
-func (s *Store) CouponForUpdate(ctx context.Context, id int64) (model.Coupon, error) {
+// couponForUpdate reads a coupon and locks it.
+func (s *Store) couponForUpdate(ctx context.Context, id int64) (model.Coupon, error) {
 	var c model.Coupon
 	err := s.db.WithContext(ctx).Table(couponTable).Select("id", "member_id", "amount", "use_status").
 		Where("id = ?", id).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&c).Error
@@ -100,18 +79,18 @@ func (s *Store) CouponForUpdate(ctx context.Context, id int64) (model.Coupon, er
 	return c, mapErr(err)
 }
 
-// UseCoupon marks a member's coupon used by an order (compare-and-set
+// useCoupon marks a member's coupon used by an order (compare-and-set
 // unused→used, and only the member's own). It reports whether it did.
-func (s *Store) UseCoupon(ctx context.Context, id, memberID, orderID int64) (bool, error) {
+func (s *Store) useCoupon(ctx context.Context, id, memberID, orderID int64) (bool, error) {
 	res := s.db.WithContext(ctx).Table(couponTable).
 		Where("id = ? AND member_id = ? AND use_status = ?", id, memberID, model.CouponUnused).
 		Updates(map[string]any{"use_status": model.CouponUsed, "use_time": time.Now().UTC(), "order_id": orderID})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// ReturnCoupon gives back a coupon an order used (compare-and-set
+// returnCoupon gives back a coupon an order used (compare-and-set
 // used→unused, only if that order used it).
-func (s *Store) ReturnCoupon(ctx context.Context, id, orderID int64) error {
+func (s *Store) returnCoupon(ctx context.Context, id, orderID int64) error {
 	res := s.db.WithContext(ctx).Table(couponTable).
 		Where("id = ? AND order_id = ? AND use_status = ?", id, orderID, model.CouponUsed).
 		Updates(map[string]any{"use_status": model.CouponUnused, "use_time": nil, "order_id": nil})
@@ -124,17 +103,17 @@ func (s *Store) ReturnCoupon(ctx context.Context, id, orderID int64) error {
 	return nil
 }
 
-// SpendPoints deducts points from a member (compare-and-set: never below
+// spendPoints deducts points from a member (compare-and-set: never below
 // zero). It reports whether it did.
-func (s *Store) SpendPoints(ctx context.Context, memberID int64, points int) (bool, error) {
+func (s *Store) spendPoints(ctx context.Context, memberID int64, points int) (bool, error) {
 	res := s.db.WithContext(ctx).Table(memberTable).
 		Where("id = ? AND integration >= ?", memberID, points).
 		Updates(map[string]any{"integration": gorm.Expr("integration - ?", points), "modify_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// ReturnPoints gives points back to a member.
-func (s *Store) ReturnPoints(ctx context.Context, memberID int64, points int) error {
+// returnPoints gives points back to a member.
+func (s *Store) returnPoints(ctx context.Context, memberID int64, points int) error {
 	res := s.db.WithContext(ctx).Table(memberTable).Where("id = ?", memberID).
 		Updates(map[string]any{"integration": gorm.Expr("integration + ?", points), "modify_time": time.Now().UTC()})
 	if res.Error != nil {

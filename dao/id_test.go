@@ -1,6 +1,7 @@
 package dao_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -23,12 +24,12 @@ func TestForeignIdentifiersFindNothing(t *testing.T) {
 			if _, err := store.Order(ctx, id); !errors.Is(err, model.ErrOrderNotFound) {
 				t.Errorf("Order(%q): %v, want ErrOrderNotFound", id, err)
 			}
-			err := store.Tx(ctx, func(tx *dao.Store) error {
-				_, err := tx.OrderForUpdate(ctx, id)
-				return err
+			err := store.UpdateOrder(ctx, dao.OrderSN(id), dao.ForUpdate, func(context.Context, *dao.OrderTx, model.Order) error {
+				t.Errorf("UpdateOrder(%q) found an order", id)
+				return nil
 			})
 			if !errors.Is(err, model.ErrOrderNotFound) {
-				t.Errorf("OrderForUpdate(%q): %v, want ErrOrderNotFound", id, err)
+				t.Errorf("UpdateOrder(%q): %v, want ErrOrderNotFound", id, err)
 			}
 			if _, err := store.Payment(ctx, model.ProviderAlipay, id); !errors.Is(err, model.ErrPaymentNotFound) {
 				t.Errorf("Payment(%q): %v, want ErrPaymentNotFound", id, err)

@@ -10,17 +10,17 @@ import (
 	"paynotify/model"
 )
 
-// RecordOnce inserts a business key into idempotent_log and reports
+// recordOnce inserts a business key into idempotent_log and reports
 // whether it was new. A consumer calls it in the transaction that does the
 // work: a second delivery finds the key and does nothing.
-func (s *Store) RecordOnce(ctx context.Context, businessKey string) (bool, error) {
+func (s *Store) recordOnce(ctx context.Context, businessKey string) (bool, error) {
 	return s.insertOrKeep(ctx, "idempotent_log", []string{"business_key"}, map[string]any{
 		"business_key": businessKey, "create_time": time.Now().UTC(),
 	})
 }
 
-// InsertJournal writes journal lines.
-func (s *Store) InsertJournal(ctx context.Context, lines []model.JournalLine) error {
+// insertJournal writes journal lines.
+func (s *Store) insertJournal(ctx context.Context, lines []model.JournalLine) error {
 	rows := make([]map[string]any, len(lines))
 	now := time.Now().UTC()
 	for i, l := range lines {

@@ -42,17 +42,17 @@ func TestCriticalSQL(t *testing.T) {
 		call func(s *Store)
 		want []string
 	}{
-		{"OrderForUpdateLocks", func(s *Store) { s.OrderForUpdate(ctx, "X") },
+		{"OrderForUpdateLocks", func(s *Store) { s.orderLocked(ctx, OrderSN("X"), ForUpdate) },
 			[]string{"FROM `oms_order` WHERE order_sn = ?", "FOR UPDATE"}},
-		{"PaymentForUpdateLocks", func(s *Store) { s.PaymentForUpdate(ctx, "alipay", "T") },
+		{"PaymentForUpdateLocks", func(s *Store) { (&OrderTx{s: s}).PaymentForUpdate(ctx, "alipay", "T") },
 			[]string{"FROM `oms_order_payment` WHERE provider = ? AND trade_no = ?", "FOR UPDATE"}},
 		{"PlainReadDoesNotLock", func(s *Store) { s.Payment(ctx, "alipay", "T") },
 			[]string{"FROM `oms_order_payment`"}},
-		{"MarkOrderPaidIsCompareAndSet", func(s *Store) { s.MarkOrderPaid(ctx, 1, fixedTime) },
+		{"MarkOrderPaidIsCompareAndSet", func(s *Store) { s.markOrderPaid(ctx, 1, fixedTime) },
 			[]string{"UPDATE `oms_order` SET", "WHERE id = ? AND status = ?"}},
-		{"CloseOrderIsCompareAndSet", func(s *Store) { s.CloseOrder(ctx, 1) },
+		{"CloseOrderIsCompareAndSet", func(s *Store) { s.closeOrder(ctx, 1) },
 			[]string{"UPDATE `oms_order` SET", "WHERE id = ? AND status = ?"}},
-		{"InsertPaymentKeepsDuplicates", func(s *Store) { s.InsertPayment(ctx, testPayment) },
+		{"InsertPaymentKeepsDuplicates", func(s *Store) { s.insertPayment(ctx, testPayment) },
 			[]string{"INSERT INTO `oms_order_payment`", "ON DUPLICATE KEY UPDATE `provider`=`provider`"}},
 	}
 	for _, c := range cases {

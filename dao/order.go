@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"paynotify/model"
 )
@@ -18,13 +17,6 @@ const orderTable = "oms_order"
 // orderColumns are the columns model.Order maps.
 var orderColumns = []string{"id", "order_sn", "member_id", "pay_amount", "status", "pay_type", "payment_time",
 	"total_amount", "coupon_id", "coupon_amount", "integration", "integration_amount", "stock_reservation", "create_time", "modify_time"}
-
-// OrderForUpdate reads an order by order_sn and locks its row until the
-// transaction ends (SELECT … FOR UPDATE; SQLite locks the whole database at
-// BEGIN IMMEDIATE instead). It is the first lock every path takes.
-func (s *Store) OrderForUpdate(ctx context.Context, sn string) (model.Order, error) {
-	return s.order(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), sn)
-}
 
 // Order reads an order by order_sn without locking.
 func (s *Store) Order(ctx context.Context, sn string) (model.Order, error) {
@@ -40,10 +32,10 @@ func (s *Store) order(ctx context.Context, db *gorm.DB, sn string) (model.Order,
 	return o, mapErr(err)
 }
 
-// MarkOrderPaid moves an order from awaiting payment to paid by Alipay
+// markOrderPaid moves an order from awaiting payment to paid by Alipay
 // (compare-and-set 0→1). The caller holds the order lock, so finding it in
 // another state is model.ErrStateChanged.
-func (s *Store) MarkOrderPaid(ctx context.Context, id int64, paidAt time.Time) error {
+func (s *Store) markOrderPaid(ctx context.Context, id int64, paidAt time.Time) error {
 	res := s.db.WithContext(ctx).Table(orderTable).
 		Where("id = ? AND status = ?", id, model.OrderAwaitingPayment).
 		Updates(map[string]any{
@@ -61,17 +53,18 @@ func (s *Store) MarkOrderPaid(ctx context.Context, id int64, paidAt time.Time) e
 	return nil
 }
 
-// CloseOrder moves an order from awaiting payment to closed (compare-and-set
+// closeOrder moves an order from awaiting payment to closed (compare-and-set
 // 0→4). It reports whether it did; an order in any other state is left as
 // it is.
-func (s *Store) CloseOrder(ctx context.Context, id int64) (bool, error) {
+func (s *Store) closeOrder(ctx context.Context, id int64) (bool, error) {
 	res := s.db.WithContext(ctx).Table(orderTable).
 		Where("id = ? AND status = ?", id, model.OrderAwaitingPayment).
 		Updates(map[string]any{"status": model.OrderClosed, "modify_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
 
-// CreateOrder inserts an order awaiting payment and returns it with its id.
+// CreateOrder inserts an order awaiting payment and returns it with its id
+// (for dev data and tests: orders are placed through PlaceOrder).
 func (s *Store) CreateOrder(ctx context.Context, sn string, memberID int64, amount decimal.Decimal) (model.Order, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
@@ -103,9 +96,9 @@ type orderRecord struct {
 
 func (orderRecord) TableName() string { return orderTable }
 
-// InsertOrder inserts a new order awaiting payment and returns its id.
+// insertOrder inserts a new order awaiting payment and returns its id.
 // CreateTime is kept if set.
-func (s *Store) InsertOrder(ctx context.Context, o model.Order) (int64, error) {
+func (s *Store) insertOrder(ctx context.Context, o model.Order) (int64, error) {
 	now := o.CreateTime
 	if now.IsZero() {
 		now = time.Now().UTC()
@@ -123,8 +116,8 @@ func (s *Store) InsertOrder(ctx context.Context, o model.Order) (int64, error) {
 	return rec.ID, nil
 }
 
-// InsertItems inserts an order's lines, in the order given.
-func (s *Store) InsertItems(ctx context.Context, orderID int64, sn string, items []model.OrderItem) error {
+// insertItems inserts an order's lines, in the order given.
+func (s *Store) insertItems(ctx context.Context, orderID int64, sn string, items []model.OrderItem) error {
 	rows := make([]map[string]any, len(items))
 	for i, it := range items {
 		rows[i] = map[string]any{
@@ -152,28 +145,15 @@ func (s *Store) OrderItems(ctx context.Context, orderID int64) ([]model.OrderIte
 	return items, mapErr(err)
 }
 
-// OrderForUpdateSkipLocked locks an order by id unless another transaction
-// holds it (FOR UPDATE SKIP LOCKED: MySQL 8, MariaDB 10.6+), in which case
-// it is model.ErrOrderNotFound, as if absent: someone else is working on it.
-// On SQLite, with one writer, nothing is ever held.
-func (s *Store) OrderForUpdateSkipLocked(ctx context.Context, id int64) (model.Order, error) {
-	var o model.Order
-	err := s.db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("id = ?", id).
-		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).
-		Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return o, fmt.Errorf("%w: order %d (absent or held)", model.ErrOrderNotFound, id)
-	}
-	return o, mapErr(err)
-}
-
 // ExpiredOrders lists up to limit ids of orders still awaiting payment
-// that were created before cutoff, oldest first. It does not lock: the
+// that were created before cutoff, oldest first, leaving out those whose
+// close is postponed past now (PostponeClose). It does not lock: the
 // closer locks and re-checks each one.
-func (s *Store) ExpiredOrders(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
+func (s *Store) ExpiredOrders(ctx context.Context, cutoff, now time.Time, limit int) ([]int64, error) {
 	var ids []int64
+	cond, args := notPostponed(backoffOrderClose, orderTable+".id", "''", now)
 	err := s.db.WithContext(ctx).Table(orderTable).
-		Where("status = ? AND create_time < ?", model.OrderAwaitingPayment, cutoff.UTC()).
+		Where("status = ? AND create_time < ?", model.OrderAwaitingPayment, cutoff.UTC()).Where(cond, args...).
 		Order("create_time, id").Limit(limit).Pluck("id", &ids).Error
 	return ids, mapErr(err)
 }

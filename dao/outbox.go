@@ -41,9 +41,9 @@ func (r outboxRecord) row() (model.OutboxRow, error) {
 	}, nil
 }
 
-// InsertEvents writes events to the outbox. Call it inside the transaction
-// of the change they announce: they commit, or vanish, with it.
-func (s *Store) InsertEvents(ctx context.Context, events ...model.Event) error {
+// insertEvents writes events to the outbox, inside the transaction of the
+// change they announce: they commit, or vanish, with it.
+func (s *Store) insertEvents(ctx context.Context, events ...model.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -61,13 +61,13 @@ func (s *Store) InsertEvents(ctx context.Context, events ...model.Event) error {
 	return mapErr(s.db.WithContext(ctx).Create(&recs).Error)
 }
 
-// ClaimEvents claims up to limit unsent events that are due, oldest first:
+// claimEvents claims up to limit unsent events that are due, oldest first:
 // it locks them, skipping rows another relay holds (FOR UPDATE SKIP LOCKED:
 // MySQL 8, MariaDB 10.6+), and pushes their next attempt a lease into the
 // future. The caller commits at once and publishes outside any
 // transaction; a relay that dies before marking them leaves rows that are
 // due again when the lease ends.
-func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.OutboxRow, error) {
+func (s *Store) claimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.OutboxRow, error) {
 	var recs []outboxRecord
 	err := s.db.WithContext(ctx).
 		Where("state IN ? AND next_attempt_at <= ?", []string{string(model.OutboxPending), string(model.OutboxFailed)}, now.UTC()).
@@ -85,11 +85,28 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		Update("next_attempt_at", now.Add(lease).UTC()).Error; err != nil {
 		return nil, mapErr(err)
 	}
-	return rows(recs)
+	out := make([]model.OutboxRow, 0, len(recs))
+	for _, r := range recs {
+		row, err := r.row()
+		if err != nil {
+			// A payload that does not parse would fail every claim that
+			// includes it: mark it FAILED for an operator, publish the rest.
+			if err := s.markFailed(ctx, r.ID, r.Attempts+1, now.Add(badPayloadRetry), 0, err.Error()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
-// MarkSent records that events were published and acknowledged.
-func (s *Store) MarkSent(ctx context.Context, seqs []int64, now time.Time) error {
+// badPayloadRetry is when an outbox row that does not parse is claimed
+// again (in case an operator repaired it).
+const badPayloadRetry = time.Hour
+
+// markSent records that events were published and acknowledged.
+func (s *Store) markSent(ctx context.Context, seqs []int64, now time.Time) error {
 	if len(seqs) == 0 {
 		return nil
 	}
@@ -97,9 +114,9 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, now time.Time) error
 		Updates(map[string]any{"state": model.OutboxSent, "sent_time": now.UTC(), "last_error": ""}).Error)
 }
 
-// MarkFailed records a failed publication: one more attempt, the next one
+// markFailed records a failed publication: one more attempt, the next one
 // not before next, and FAILED once attempts reach failAfter.
-func (s *Store) MarkFailed(ctx context.Context, seq int64, attempts int, next time.Time, failAfter int, reason string) error {
+func (s *Store) markFailed(ctx context.Context, seq int64, attempts int, next time.Time, failAfter int, reason string) error {
 	state := model.OutboxPending
 	if attempts >= failAfter {
 		state = model.OutboxFailed

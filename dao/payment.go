@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"paynotify/model"
 )
@@ -17,11 +16,11 @@ const paymentTable = "oms_order_payment"
 
 var paymentColumns = []string{"provider", "trade_no", "order_id", "out_trade_no", "amount", "state", "reason", "notify_id", "paid_at", "create_time", "update_time"}
 
-// InsertPayment records a payment unless one with the same (provider,
+// insertPayment records a payment unless one with the same (provider,
 // trade_no) exists, and reports whether it inserted; a duplicate is not an
 // error (see insertOrKeep). On MySQL the statement leaves an existing row
 // locked, as the caller's PaymentForUpdate would.
-func (s *Store) InsertPayment(ctx context.Context, p model.Payment) (bool, error) {
+func (s *Store) insertPayment(ctx context.Context, p model.Payment) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
 		"provider": p.Provider, "trade_no": p.TradeNo, "order_id": p.OrderID,
@@ -30,12 +29,6 @@ func (s *Store) InsertPayment(ctx context.Context, p model.Payment) (bool, error
 		"paid_at": p.PaidAt, "create_time": now, "update_time": now,
 	}
 	return s.insertOrKeep(ctx, paymentTable, []string{"provider", "trade_no"}, row)
-}
-
-// PaymentForUpdate reads a payment and locks its row until the transaction
-// ends. Take the order lock first.
-func (s *Store) PaymentForUpdate(ctx context.Context, provider model.Provider, tradeNo string) (model.Payment, error) {
-	return s.payment(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), provider, tradeNo)
 }
 
 // Payment reads a payment without locking. Rows are never deleted, so a

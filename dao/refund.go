@@ -55,9 +55,9 @@ func (r refundRecord) refund() model.Refund {
 	return f
 }
 
-// InsertRefund records a refund unless its out_request_no exists, and
+// insertRefund records a refund unless its out_request_no exists, and
 // reports whether it did.
-func (s *Store) InsertRefund(ctx context.Context, f model.Refund) (bool, error) {
+func (s *Store) insertRefund(ctx context.Context, f model.Refund) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
@@ -96,9 +96,20 @@ func (s *Store) RefundsByOrder(ctx context.Context, orderID int64) ([]model.Refu
 
 // ClaimRefunds claims up to limit refunds in progress that are due,
 // pushing their next attempt past lease and counting the attempt, so no
-// other instance takes them meanwhile (FOR UPDATE SKIP LOCKED; the caller
-// commits at once, then talks to Alipay outside any transaction).
+// other instance takes them meanwhile. It is a short transaction of its
+// own (FOR UPDATE SKIP LOCKED, then the lease), locking no order; the
+// caller then talks to Alipay outside any transaction.
 func (s *Store) ClaimRefunds(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.Refund, error) {
+	var out []model.Refund
+	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		var err error
+		out, err = tx.claimRefunds(ctx, now, lease, limit)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) claimRefunds(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.Refund, error) {
 	var recs []refundRecord
 	err := s.db.WithContext(ctx).Where("state = ? AND next_attempt_at <= ?", model.RefundRefunding, now.UTC()).
 		Order("next_attempt_at, out_request_no").Limit(limit).
@@ -119,11 +130,11 @@ func (s *Store) ClaimRefunds(ctx context.Context, now time.Time, lease time.Dura
 	return out, nil
 }
 
-// FinishRefund moves a refund from REFUNDING to its end state
+// finishRefund moves an order's refund from REFUNDING to its end state
 // (compare-and-set) and reports whether it did.
-func (s *Store) FinishRefund(ctx context.Context, outRequestNo string, to model.RefundState, lastError string) (bool, error) {
+func (s *Store) finishRefund(ctx context.Context, orderID int64, outRequestNo string, to model.RefundState, lastError string) (bool, error) {
 	res := s.db.WithContext(ctx).Model(&refundRecord{}).
-		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
+		Where("out_request_no = ? AND order_id = ? AND state = ?", outRequestNo, orderID, model.RefundRefunding).
 		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }
@@ -139,20 +150,22 @@ func (s *Store) RetryRefundAt(ctx context.Context, outRequestNo string, at time.
 	return mapErr(err)
 }
 
-// PaymentsToRefund lists up to limit REFUND_PENDING payments (plain read:
-// the caller locks each, order first).
-func (s *Store) PaymentsToRefund(ctx context.Context, limit int) ([]model.Payment, error) {
+// PaymentsToRefund lists up to limit REFUND_PENDING payments, leaving out
+// those postponed past now (PostponeRefundEnqueue) (plain read: the caller
+// locks each, order first).
+func (s *Store) PaymentsToRefund(ctx context.Context, now time.Time, limit int) ([]model.Payment, error) {
 	var ps []model.Payment
+	cond, args := notPostponed(backoffRefundEnqueue, "0", paymentTable+".trade_no", now)
 	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
-		Where("state = ?", model.PaymentRefundPending).Order("create_time").Limit(limit).Find(&ps).Error
+		Where("state = ?", model.PaymentRefundPending).Where(cond, args...).Order("create_time").Limit(limit).Find(&ps).Error
 	return ps, mapErr(err)
 }
 
-// SetPaymentState moves a payment between states (compare-and-set) and
-// reports whether it did. Take the order lock first.
-func (s *Store) SetPaymentState(ctx context.Context, provider model.Provider, tradeNo string, from, to model.PaymentState) (bool, error) {
+// setPaymentState moves an order's payment between states
+// (compare-and-set) and reports whether it did.
+func (s *Store) setPaymentState(ctx context.Context, orderID int64, provider model.Provider, tradeNo string, from, to model.PaymentState) (bool, error) {
 	res := s.db.WithContext(ctx).Table(paymentTable).
-		Where("provider = ? AND trade_no = ? AND state = ?", provider, tradeNo, from).
+		Where("provider = ? AND trade_no = ? AND order_id = ? AND state = ?", provider, tradeNo, orderID, from).
 		Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
 }

@@ -16,11 +16,11 @@ const requestTable = "oms_order_request"
 
 var requestColumns = []string{"member_id", "idempotency_key", "request_hash", "order_id", "state", "response_status", "response"}
 
-// InsertRequest records a client request under its (member, key) unless
+// insertRequest records a client request under its (member, key) unless
 // one exists, and reports whether it inserted. The key is the lock: while
 // the inserting transaction is open, another insert of the same key waits
 // for it, then finds the committed row (or, if it rolled back, inserts).
-func (s *Store) InsertRequest(ctx context.Context, r model.OrderRequest) (bool, error) {
+func (s *Store) insertRequest(ctx context.Context, r model.OrderRequest) (bool, error) {
 	now := time.Now().UTC()
 	return s.insertOrKeep(ctx, requestTable, []string{"member_id", "idempotency_key"}, map[string]any{
 		"member_id": r.MemberID, "idempotency_key": r.IdempotencyKey, "request_hash": r.RequestHash,
@@ -28,8 +28,8 @@ func (s *Store) InsertRequest(ctx context.Context, r model.OrderRequest) (bool, 
 	})
 }
 
-// CompleteRequest saves the answer of a request (PROCESSING → SUCCESS).
-func (s *Store) CompleteRequest(ctx context.Context, r model.OrderRequest) error {
+// completeRequest saves the answer of a request (PROCESSING → SUCCESS).
+func (s *Store) completeRequest(ctx context.Context, r model.OrderRequest) error {
 	res := s.db.WithContext(ctx).Table(requestTable).
 		Where("member_id = ? AND idempotency_key = ? AND state = ?", r.MemberID, r.IdempotencyKey, model.RequestProcessing).
 		Updates(map[string]any{
@@ -50,17 +50,19 @@ func (s *Store) Request(ctx context.Context, memberID int64, key string) (model.
 	return s.request(ctx, s.db, memberID, key)
 }
 
-// RequestForUpdate reads a request and locks it.
-func (s *Store) RequestForUpdate(ctx context.Context, memberID int64, key string) (model.OrderRequest, error) {
-	return s.request(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), memberID, key)
-}
-
-// RequestForUpdateNoWait reads a request and locks it, failing at once
-// with model.ErrRetryable if another transaction holds the key — which is
-// how a request still in flight shows itself (MySQL 8 / MariaDB 10.3+;
-// SQLite, with one writer, never has one in flight to see).
+// RequestForUpdateNoWait reads a request and locks it, in a transaction
+// of its own that ends at once, failing with model.ErrRetryable if another
+// transaction holds the key — which is how a request still in flight shows
+// itself (MySQL 8 / MariaDB 10.3+; SQLite, with one writer, never has one
+// in flight to see). It is not retried: a held key is the answer.
 func (s *Store) RequestForUpdateNoWait(ctx context.Context, memberID int64, key string) (model.OrderRequest, error) {
-	return s.request(ctx, s.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}), memberID, key)
+	var r model.OrderRequest
+	err := s.transact(ctx, 1, func(ctx context.Context, tx *Store) error {
+		var err error
+		r, err = tx.request(ctx, tx.db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}), memberID, key)
+		return err
+	})
+	return r, err
 }
 
 func (s *Store) request(ctx context.Context, db *gorm.DB, memberID int64, key string) (model.OrderRequest, error) {

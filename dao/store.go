@@ -2,8 +2,28 @@
 // the embedded SQLite. It turns driver errors into model errors, so nothing
 // above it imports a driver.
 //
-// Lock order, everywhere: the order row first, then its payment rows. Every
-// read that locks says so in its name (OrderForUpdate, PaymentForUpdate).
+// One lock order for every transaction: request key → order row → the
+// order's payment, attempt and refund rows → SKU rows in ascending id →
+// coupon → member; outbox rows are new rows, written at any point. The
+// code enforces it rather than a comment:
+//
+//   - A transaction begins only in an entry point: UpdateOrder (locks one
+//     order, FOR UPDATE or FOR UPDATE SKIP LOCKED, and hands its callback
+//     an OrderTx), PlaceOrder (records the request key and hands a
+//     PlaceTx), UpdateOutbox and UpdateJournal (no order at all), and the
+//     self-contained claims (ClaimRefunds, ClaimAttemptsToQuery,
+//     RequestForUpdateNoWait). Each retries deadlocks and lock-wait
+//     timeouts a bounded number of times within the caller's deadline.
+//   - A transaction type reaches only what comes after its first lock:
+//     OrderTx cannot lock another order, and steps back in the order (a
+//     payment after stock, stock after the coupon) fail with ErrLockOrder;
+//     PlaceTx locks SKUs once, in ascending id, and reserves only those.
+//   - Inside a transaction (its callback's ctx) the outer Store and the
+//     entry points refuse to work with ErrInTx, instead of deadlocking
+//     against the transaction's own connection (SQLite has one).
+//
+// Every read that locks says so in its name (PaymentForUpdate,
+// SKUsForUpdate) or at the call site (UpdateOrder's Lock).
 package dao
 
 import (
@@ -34,11 +54,14 @@ type Options struct {
 	MaxOpenConns int
 }
 
-// Store reads and writes paynotify's tables. A Store made by Tx is bound
-// to that transaction.
+// Store reads and writes paynotify's tables. Its own methods are plain
+// reads and single statements; every transaction goes through an entry
+// point (UpdateOrder, PlaceOrder, UpdateOutbox, UpdateJournal, the Claim…
+// methods), and inside one the Store refuses to work (ErrInTx).
 type Store struct {
 	db     *gorm.DB
 	driver string
+	trace  func(sql string) // see Trace
 }
 
 // Open connects to the database and checks that it answers.
@@ -70,6 +93,9 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", driver, err)
+	}
+	if err := guardTx(db); err != nil {
+		return nil, err
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -142,6 +168,33 @@ func SQLiteDSN(path string) string {
 	return "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 }
 
+// Trace makes the store tell fn every statement it runs — its SQL with
+// placeholders, as rendered for this driver — and BEGIN, COMMIT or
+// ROLLBACK around each transaction, so tests can pin the SQL a use case
+// runs. Call it before the store is used.
+func (s *Store) Trace(fn func(sql string)) error {
+	s.trace = fn
+	record := func(db *gorm.DB) {
+		if db.Statement.SQL.Len() > 0 {
+			fn(db.Statement.SQL.String())
+		}
+	}
+	cb := s.db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("dao:trace", record),
+		cb.Query().After("gorm:query").Register("dao:trace", record),
+		cb.Update().After("gorm:update").Register("dao:trace", record),
+		cb.Delete().After("gorm:delete").Register("dao:trace", record),
+		cb.Row().After("gorm:row").Register("dao:trace", record),
+		cb.Raw().After("gorm:raw").Register("dao:trace", record),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Driver says which database family this store talks to.
 func (s *Store) Driver() string { return s.driver }
 
@@ -163,15 +216,6 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the pool.
 func (s *Store) Close() error { return s.SQL().Close() }
-
-// Tx runs fn in one transaction, handing it a Store bound to that
-// transaction. fn's error rolls everything back; so does a failed commit.
-func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, driver: s.driver})
-	})
-	return mapErr(err)
-}
 
 // mapErr turns driver errors into model errors; other errors pass through.
 func mapErr(err error) error {

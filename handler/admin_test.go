@@ -203,7 +203,7 @@ func TestAdminOutbox(t *testing.T) {
 		// refund event, which fails at once (FailAfter 1).
 		relay := service.NewRelay(store, brokerRefusing(model.EventRefundPending), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		relay.FailAfter = 1
-		if _, err := relay.RelayOnce(t.Context()); err != nil {
+		if _, err := relay.RunOnce(t.Context()); err != nil {
 			t.Fatalf("relay: %v", err)
 		}
 

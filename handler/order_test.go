@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -446,15 +447,13 @@ func TestOrderRequestStatusWhileProcessing(t *testing.T) {
 		errRollback := errors.New("rolled back on purpose")
 		done := make(chan error, 1)
 		go func() {
-			done <- store.Tx(ctx, func(tx *dao.Store) error {
-				_, err := tx.InsertRequest(ctx, model.OrderRequest{MemberID: s.alice, IdempotencyKey: "in-flight", RequestHash: strings.Repeat("0", 64)})
-				close(held)
-				if err != nil {
-					return err
-				}
-				<-asked
-				return errRollback
-			})
+			_, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: s.alice, IdempotencyKey: "in-flight", RequestHash: strings.Repeat("0", 64)},
+				func(context.Context, *dao.PlaceTx) error {
+					close(held)
+					<-asked
+					return errRollback
+				})
+			done <- err
 		}()
 		<-held
 		st := requestStatus(t, s, s.alice, "in-flight")

@@ -41,7 +41,7 @@ func (a *Accounting) Book(ctx context.Context, ev model.Event) error {
 		return err // nothing to book for this type
 	}
 	duplicate := false
-	err = inTx(ctx, a.store, func(tx *dao.Store) error {
+	err = a.store.UpdateJournal(ctx, func(ctx context.Context, tx *dao.JournalTx) error {
 		fresh, err := tx.RecordOnce(ctx, "CONSUME:"+ev.ID)
 		if err != nil {
 			return err

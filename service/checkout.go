@@ -184,11 +184,8 @@ func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int,
 		return model.PayAttempt{}, false, err
 	}
 	var created bool
-	err = inTx(ctx, c.store, func(tx *dao.Store) error {
-		locked, err := tx.OrderForUpdateByID(ctx, order.ID)
-		if err != nil {
-			return err
-		}
+	err = c.store.UpdateOrder(ctx, dao.OrderID(order.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, locked model.Order) error {
+		var err error
 		if locked.Status != model.OrderAwaitingPayment {
 			return fmt.Errorf("%w: %q", model.ErrOrderNotPayable, order.OrderSN)
 		}

@@ -14,78 +14,66 @@ import (
 // logic as a cancel. Several instances may run at once: each order is
 // claimed with FOR UPDATE SKIP LOCKED (an order the notify path is paying
 // right now is skipped, and seen paid next round) and re-checked under its
-// lock, and the close itself is a compare-and-set.
+// lock, and the close itself is a compare-and-set. An order that cannot be
+// closed (a SKU or member edited away under it) is postponed with its own
+// back-off, so it never holds up the orders behind it.
 type Closer struct {
-	store    *dao.Store
-	log      *slog.Logger
-	timeout  time.Duration
-	interval time.Duration
-	batch    int
-	now      func() time.Time
-	// OnClosed, if set, is told how many orders each round closed.
-	OnClosed func(n int)
+	store *dao.Store
+	log   *slog.Logger
+	now   func() time.Time
+	// PayTimeout is ORDER_PAY_TIMEOUT: orders unpaid longer are closed.
+	PayTimeout time.Duration
+	// Interval is ORDER_CLOSE_INTERVAL, the pause between rounds.
+	Interval time.Duration
+	// Batch is ORDER_CLOSE_BATCH, how many orders one round handles.
+	Batch int
 }
 
-// NewCloser returns a closer for orders unpaid longer than timeout,
-// looking every interval, batch orders at a time.
-func NewCloser(store *dao.Store, log *slog.Logger, timeout, interval time.Duration, batch int) *Closer {
-	return &Closer{store: store, log: log, timeout: timeout, interval: interval, batch: batch, now: time.Now}
+// NewCloser returns the closer with default tuning (30 min, every minute,
+// 100 a round).
+func NewCloser(store *dao.Store, log *slog.Logger) *Closer {
+	return &Closer{store: store, log: log, now: time.Now, PayTimeout: 30 * time.Minute, Interval: time.Minute, Batch: 100}
 }
 
-// Run closes expired orders every interval until ctx ends.
-func (c *Closer) Run(ctx context.Context) {
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
-		n, err := c.CloseExpired(ctx)
-		if err != nil && ctx.Err() == nil {
-			c.log.Warn("closer round failed", "err", err)
-		} else if n > 0 {
-			c.log.Info("closed unpaid orders", "count", n)
-		}
-		if c.OnClosed != nil {
-			c.OnClosed(n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+// Job is the closer as a background job.
+func (c *Closer) Job() Job {
+	return Job{Name: "order-closer", Interval: c.Interval, RunOnce: c.RunOnce}
 }
 
-// CloseExpired closes one batch of expired orders and says how many it
-// closed.
-func (c *Closer) CloseExpired(ctx context.Context) (int, error) {
-	cutoff := c.now().Add(-c.timeout)
-	ids, err := c.store.ExpiredOrders(ctx, cutoff, c.batch)
+// RunOnce closes one batch of expired orders and says how many it closed.
+func (c *Closer) RunOnce(ctx context.Context) (int, error) {
+	now := c.now()
+	cutoff := now.Add(-c.PayTimeout)
+	ids, err := c.store.ExpiredOrders(ctx, cutoff, now, c.Batch)
 	if err != nil {
 		return 0, err
 	}
 	closed := 0
 	for _, id := range ids {
 		done := false
-		err := inTx(ctx, c.store, func(tx *dao.Store) error {
+		err := c.store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdateSkipLocked, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 			done = false
-			order, err := tx.OrderForUpdateSkipLocked(ctx, id)
-			if errors.Is(err, model.ErrOrderNotFound) {
-				return nil // held by another closer or being paid: not ours now
-			}
-			if err != nil {
-				return err
-			}
 			if order.Status != model.OrderAwaitingPayment || !order.CreateTime.Before(cutoff) {
 				return nil // paid or cancelled since we listed it
 			}
 			done = true
 			return closeLocked(ctx, tx, order, closeTimeout, c.now())
 		})
+		if errors.Is(err, model.ErrOrderNotFound) {
+			continue // held by another closer or being paid: not ours now
+		}
 		if err != nil {
-			// One order that cannot be closed (a SKU or member edited away
-			// under it) must not stop every other close: log it and go on.
-			c.log.Error("order not closed", "order_id", id, "err", err)
 			if ctx.Err() != nil {
 				return closed, err
+			}
+			// One order that cannot be closed must not stop every other
+			// close: unless the failure was passing, it waits out its own
+			// back-off, and the round goes on.
+			c.log.Error("order not closed", "order_id", id, "err", err)
+			if !transient(err) {
+				if _, err := c.store.PostponeClose(ctx, id, now, rowBackoff, err.Error()); err != nil {
+					return closed, err
+				}
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -15,9 +16,17 @@ import (
 	"paynotify/service"
 )
 
-// expireAll: CloseExpired's cutoff is now − timeout, so a negative
+// expireAll: RunOnce's cutoff is now − timeout, so a negative
 // timeout puts every order ever placed past it, with no waiting.
 const expireAll = -time.Hour
+
+// newCloser is a closer of orders unpaid longer than timeout, batch at a
+// time.
+func newCloser(store *dao.Store, log *slog.Logger, timeout time.Duration, batch int) *service.Closer {
+	c := service.NewCloser(store, log)
+	c.PayTimeout, c.Batch = timeout, batch
+	return c
+}
 
 // The closer racing Alipay's notifications for the orders it closes: two
 // closers go oldest first while four notifiers pay the orders in random
@@ -40,7 +49,7 @@ func TestCloserRacesNotify(t *testing.T) {
 			closerErrs := make([]error, 2)
 			closers := make([]*service.Closer, len(counts))
 			for i := range closers {
-				closers[i] = service.NewCloser(store, quietLog, expireAll, time.Hour, 10)
+				closers[i] = newCloser(store, quietLog, expireAll, 10)
 			}
 			queue := make(chan int, n)
 			for _, i := range rand.Perm(n) {
@@ -81,17 +90,17 @@ func TestCloserRacesNotify(t *testing.T) {
 	})
 }
 
-// closeUntilNoneLeft runs rounds of the closer, as Run does, until no
+// closeUntilNoneLeft runs rounds of the closer, as RunJobs does, until no
 // order awaits payment, and says how many it closed. A round may close
 // nothing while others hold the orders it listed, or fail with
-// model.ErrRetryable as Run's rounds may; it then looks again, up to a
+// model.ErrRetryable, as a job's rounds may; it then looks again, up to a
 // deadline.
 func closeUntilNoneLeft(closer *service.Closer, store *dao.Store) (int, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	far := time.Now().Add(time.Hour)
 	closed := 0
 	for {
-		k, err := closer.CloseExpired(ctx)
+		k, err := closer.RunOnce(ctx)
 		closed += k
 		if err != nil && !errors.Is(err, model.ErrRetryable) {
 			return closed, err
@@ -99,7 +108,7 @@ func closeUntilNoneLeft(closer *service.Closer, store *dao.Store) (int, error) {
 		if k > 0 {
 			continue
 		}
-		left, err := store.ExpiredOrders(ctx, far, 1)
+		left, err := store.ExpiredOrders(ctx, far, time.Now(), 1)
 		if err != nil || len(left) == 0 {
 			return closed, err
 		}
@@ -126,18 +135,18 @@ func TestCloseExpired(t *testing.T) {
 		}
 
 		// Nothing placed a moment ago is older than an hour.
-		if k, err := service.NewCloser(store, quietLog, time.Hour, time.Hour, 100).CloseExpired(ctx); k != 0 || err != nil {
+		if k, err := newCloser(store, quietLog, time.Hour, 100).RunOnce(ctx); k != 0 || err != nil {
 			t.Fatalf("closer with a one-hour timeout closed %d (%v), want 0", k, err)
 		}
 		if o := mustGetOrder(t, store, unpaid.view.OrderSN); o.Status != model.OrderAwaitingPayment {
 			t.Fatalf("unexpired order status %d, want awaiting payment", o.Status)
 		}
 
-		closer := service.NewCloser(store, quietLog, expireAll, time.Hour, 100)
-		if k, err := closer.CloseExpired(ctx); k != 1 || err != nil {
-			t.Fatalf("CloseExpired = %d, %v; want 1 (only the unpaid order)", k, err)
+		closer := newCloser(store, quietLog, expireAll, 100)
+		if k, err := closer.RunOnce(ctx); k != 1 || err != nil {
+			t.Fatalf("RunOnce = %d, %v; want 1 (only the unpaid order)", k, err)
 		}
-		if k, err := closer.CloseExpired(ctx); k != 0 || err != nil {
+		if k, err := closer.RunOnce(ctx); k != 0 || err != nil {
 			t.Fatalf("second round = %d, %v; want 0", k, err)
 		}
 		// A late payment for the closed order is owed back, and the
@@ -231,7 +240,7 @@ func TestClosersInTwoProcesses(t *testing.T) {
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i, store := range []*dao.Store{a, b} {
-				closer := service.NewCloser(store, quietLog, expireAll, time.Hour, 64)
+				closer := newCloser(store, quietLog, expireAll, 64)
 				wg.Go(func() {
 					<-start
 					counts[i], errs[i] = closeUntilNoneLeft(closer, store)

@@ -69,33 +69,25 @@ func (o *Orders) Place(ctx context.Context, memberID int64, key string, req mode
 		return Placed{}, err
 	}
 	var placed Placed
-	err = inTx(ctx, o.store, func(tx *dao.Store) error {
-		inserted, err := tx.InsertRequest(ctx, model.OrderRequest{MemberID: memberID, IdempotencyKey: key, RequestHash: hash})
-		if errors.Is(err, model.ErrRetryable) {
-			// The key's lock outlived our wait: the first is in flight.
-			return model.ErrRequestInFlight
-		}
-		if err != nil {
+	prev, err := o.store.PlaceOrder(ctx, model.OrderRequest{MemberID: memberID, IdempotencyKey: key, RequestHash: hash},
+		func(ctx context.Context, tx *dao.PlaceTx) error {
+			var err error
+			placed, err = o.place(ctx, tx, memberID, req)
 			return err
-		}
-		if !inserted {
-			// The insert waited for the first request with this key to
-			// commit; answer as it did.
-			r, err := tx.RequestForUpdate(ctx, memberID, key)
-			if err != nil {
-				return err
-			}
-			placed, err = replay(r, hash)
-			return err
-		}
-		placed, err = o.place(ctx, tx, memberID, key, req)
-		return err
-	})
-	return placed, err
+		})
+	if err != nil {
+		return Placed{}, err
+	}
+	if prev != nil {
+		// The key was recorded first by another request (PlaceOrder waited
+		// for it to commit): answer as it did.
+		return replay(*prev, hash)
+	}
+	return placed, nil
 }
 
 // place does the work of a first request, inside its transaction.
-func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key string, req model.PlaceOrder) (Placed, error) {
+func (o *Orders) place(ctx context.Context, tx *dao.PlaceTx, memberID int64, req model.PlaceOrder) (Placed, error) {
 	ids := make([]int64, len(req.Items))
 	for i, it := range req.Items {
 		ids[i] = it.SKUID
@@ -156,7 +148,7 @@ func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key s
 		}
 	}
 	if couponID != nil {
-		ok, err := tx.UseCoupon(ctx, *couponID, memberID, order.ID)
+		ok, err := tx.UseCoupon(ctx, *couponID, order.ID)
 		if err != nil {
 			return Placed{}, err
 		}
@@ -165,7 +157,7 @@ func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key s
 		}
 	}
 	if price.Integration > 0 {
-		ok, err := tx.SpendPoints(ctx, memberID, price.Integration)
+		ok, err := tx.SpendPoints(ctx, price.Integration)
 		if err != nil {
 			return Placed{}, err
 		}
@@ -188,10 +180,7 @@ func (o *Orders) place(ctx context.Context, tx *dao.Store, memberID int64, key s
 	if err != nil {
 		return Placed{}, err
 	}
-	if err := tx.CompleteRequest(ctx, model.OrderRequest{
-		MemberID: memberID, IdempotencyKey: key, OrderID: &order.ID,
-		ResponseStatus: http.StatusCreated, Response: body,
-	}); err != nil {
+	if err := tx.CompleteRequest(ctx, order.ID, http.StatusCreated, body); err != nil {
 		return Placed{}, err
 	}
 	return Placed{Status: http.StatusCreated, Body: body}, nil
@@ -226,15 +215,11 @@ func (o *Orders) Get(ctx context.Context, memberID int64, sn string) (OrderView,
 	if order.MemberID != memberID {
 		return OrderView{}, fmt.Errorf("%w: %q", model.ErrOrderNotFound, sn)
 	}
-	return o.view(ctx, o.store, order)
-}
-
-func (o *Orders) view(ctx context.Context, store *dao.Store, order model.Order) (OrderView, error) {
-	items, err := store.OrderItems(ctx, order.ID)
+	items, err := o.store.OrderItems(ctx, order.ID)
 	if err != nil {
 		return OrderView{}, err
 	}
-	pays, err := store.PaymentsByOrder(ctx, order.ID)
+	pays, err := o.store.PaymentsByOrder(ctx, order.ID)
 	if err != nil {
 		return OrderView{}, err
 	}
@@ -256,10 +241,7 @@ func (o *Orders) RequestStatus(ctx context.Context, memberID int64, key string) 
 	if !errors.Is(err, model.ErrRequestNotFound) {
 		return "", nil, err
 	}
-	err = o.store.Tx(ctx, func(tx *dao.Store) error {
-		_, err := tx.RequestForUpdateNoWait(ctx, memberID, key)
-		return err
-	})
+	_, err = o.store.RequestForUpdateNoWait(ctx, memberID, key)
 	switch {
 	case errors.Is(err, model.ErrRetryable):
 		return model.RequestProcessing, nil, nil
@@ -279,11 +261,7 @@ func (o *Orders) RequestStatus(ctx context.Context, memberID int64, key string) 
 // model.ErrOrderNotCancellable.
 func (o *Orders) Cancel(ctx context.Context, memberID int64, sn string) (OrderView, error) {
 	var view OrderView
-	err := inTx(ctx, o.store, func(tx *dao.Store) error {
-		order, err := tx.OrderForUpdate(ctx, sn)
-		if err != nil {
-			return err
-		}
+	err := o.store.UpdateOrder(ctx, dao.OrderSN(sn), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 		if order.MemberID != memberID {
 			return fmt.Errorf("%w: %q", model.ErrOrderNotFound, sn)
 		}
@@ -297,8 +275,16 @@ func (o *Orders) Cancel(ctx context.Context, memberID int64, sn string) (OrderVi
 		default:
 			return fmt.Errorf("%w: %q is %s", model.ErrOrderNotCancellable, sn, order.Status)
 		}
-		view, err = o.view(ctx, tx, order)
-		return err
+		items, err := tx.Items(ctx)
+		if err != nil {
+			return err
+		}
+		pays, err := tx.Payments(ctx)
+		if err != nil {
+			return err
+		}
+		view = newOrderView(order, items, pays)
+		return nil
 	})
 	return view, err
 }
@@ -307,8 +293,8 @@ func (o *Orders) Cancel(ctx context.Context, memberID int64, sn string) (OrderVi
 // to closed, announces it (order.closed), and gives back its reservation,
 // coupon and points. Only the compare-and-set 0→4 lets it run, so it runs
 // once per order.
-func closeLocked(ctx context.Context, tx *dao.Store, order model.Order, reason string, now time.Time) error {
-	closed, err := tx.CloseOrder(ctx, order.ID)
+func closeLocked(ctx context.Context, tx *dao.OrderTx, order model.Order, reason string, now time.Time) error {
+	closed, err := tx.CloseOrder(ctx)
 	if err != nil {
 		return err
 	}
@@ -323,16 +309,11 @@ func closeLocked(ctx context.Context, tx *dao.Store, order model.Order, reason s
 	if err := tx.InsertEvents(ctx, ev); err != nil {
 		return err
 	}
-	if err := tx.ReleaseReservation(ctx, order); err != nil {
+	if err := tx.ReleaseReservation(ctx); err != nil {
 		return err
 	}
-	if order.CouponID != nil {
-		if err := tx.ReturnCoupon(ctx, *order.CouponID, order.ID); err != nil {
-			return err
-		}
+	if err := tx.ReturnCoupon(ctx); err != nil {
+		return err
 	}
-	if order.Integration > 0 {
-		return tx.ReturnPoints(ctx, order.MemberID, order.Integration)
-	}
-	return nil
+	return tx.ReturnPoints(ctx)
 }

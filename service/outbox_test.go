@@ -227,9 +227,9 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 			v, _ := placeNew(t, store, orders, "ev-timeout")
 			o := mustGetOrder(t, store, v.OrderSN)
 			written := outboxSince(t, store)
-			closer := service.NewCloser(store, outboxLog, -time.Hour, time.Hour, 10) // everything has expired
-			if n, err := closer.CloseExpired(ctx); n != 1 || err != nil {
-				t.Fatalf("CloseExpired: %d, %v", n, err)
+			closer := newCloser(store, outboxLog, -time.Hour, 10) // everything has expired
+			if n, err := closer.RunOnce(ctx); n != 1 || err != nil {
+				t.Fatalf("closer RunOnce: %d, %v", n, err)
 			}
 			var got model.OrderEventData
 			onlyEvent(t, written(), model.EventOrderClosed, o.ID, &got)
@@ -237,8 +237,8 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 				t.Fatalf("order.closed data %+v, want reason timeout, status closed", got)
 			}
 			written = outboxSince(t, store)
-			if n, err := closer.CloseExpired(ctx); n != 0 || err != nil {
-				t.Fatalf("CloseExpired again: %d, %v", n, err)
+			if n, err := closer.RunOnce(ctx); n != 0 || err != nil {
+				t.Fatalf("closer RunOnce again: %d, %v", n, err)
 			}
 			noEvents(t, written())
 		})
@@ -285,8 +285,9 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 		t.Run("RolledBackTransactionWritesNothing", func(t *testing.T) {
 			written := outboxSince(t, store)
 			errAbort := errors.New("abort")
-			err := store.Tx(ctx, func(tx *dao.Store) error {
-				ev := model.Event{ID: uuid.NewString(), Type: model.EventOrderPaid, AggregateID: 1,
+			o := mustOrder(t, store, "EV-ROLLBACK", "10.00")
+			err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+				ev := model.Event{ID: uuid.NewString(), Type: model.EventOrderPaid, AggregateID: o.ID,
 					OccurredAt: time.Now().UTC(), Data: json.RawMessage(`{}`)}
 				if err := tx.InsertEvents(ctx, ev); err != nil {
 					return err
@@ -294,7 +295,7 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 				return errAbort
 			})
 			if !errors.Is(err, errAbort) {
-				t.Fatalf("Tx: %v", err)
+				t.Fatalf("UpdateOrder: %v", err)
 			}
 			noEvents(t, written())
 		})
@@ -444,8 +445,8 @@ func TestRelayCrashAfterPublishBooksOnce(t *testing.T) {
 		}
 
 		if !t.Run("CrashLeavesTheRowPending", func(t *testing.T) {
-			if n, err := relay.RelayOnce(ctx); !errors.Is(err, errCrash) || n != 0 {
-				t.Fatalf("RelayOnce = %d, %v; want 0, the injected crash", n, err)
+			if n, err := relay.RunOnce(ctx); !errors.Is(err, errCrash) || n != 0 {
+				t.Fatalf("RunOnce = %d, %v; want 0, the injected crash", n, err)
 			}
 			rows := mustOutbox(t, store, model.OutboxPending)
 			if len(rows) != 1 || rows[0].Event.ID != ev.ID || rows[0].Attempts != 0 {
@@ -459,9 +460,9 @@ func TestRelayCrashAfterPublishBooksOnce(t *testing.T) {
 		}
 		if !t.Run("NextRoundPublishesAgainAndMarksSent", func(t *testing.T) {
 			waitUntil(t, "the claim's lease ended", 5*time.Second, func() bool {
-				n, err := relay.RelayOnce(ctx)
+				n, err := relay.RunOnce(ctx)
 				if err != nil {
-					t.Fatalf("RelayOnce: %v", err)
+					t.Fatalf("RunOnce: %v", err)
 				}
 				return n == 1
 			})
@@ -554,8 +555,8 @@ func TestBrokerDownNothingLost(t *testing.T) {
 
 		if !t.Run("RelayWhileDownKeepsEveryRow", func(t *testing.T) {
 			before := time.Now()
-			if sent, err := relay.RelayOnce(ctx); sent != 0 || err != nil {
-				t.Fatalf("RelayOnce with NATS down = %d, %v; want 0 sent, failures recorded", sent, err)
+			if sent, err := relay.RunOnce(ctx); sent != 0 || err != nil {
+				t.Fatalf("RunOnce with NATS down = %d, %v; want 0 sent, failures recorded", sent, err)
 			}
 			rows := mustOutbox(t, store, model.OutboxPending)
 			if len(rows) != n {
@@ -574,7 +575,7 @@ func TestBrokerDownNothingLost(t *testing.T) {
 		srv.Start()
 		if !t.Run("BackUpEverythingDelivered", func(t *testing.T) {
 			waitUntil(t, "every row sent", 30*time.Second, func() bool {
-				if _, err := relay.RelayOnce(ctx); err != nil {
+				if _, err := relay.RunOnce(ctx); err != nil {
 					t.Logf("relay round: %v", err)
 				}
 				return mustOutboxCount(t, store, model.OutboxSent) == n
@@ -635,7 +636,9 @@ func TestTwoRelaysTwoConsumers(t *testing.T) {
 		ids[ev.ID] = true
 		total = total.Add(decimal.RequireFromString(amount))
 		if batch = append(batch, ev); len(batch) == cap(batch) {
-			if err := stores[0].InsertEvents(ctx, batch...); err != nil {
+			if err := stores[0].UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
+				return tx.InsertEvents(ctx, batch...)
+			}); err != nil {
 				t.Fatal(err)
 			}
 			batch = batch[:0]
@@ -654,7 +657,7 @@ func TestTwoRelaysTwoConsumers(t *testing.T) {
 		relay := service.NewRelay(store, b, outboxLog)
 		relay.Batch, relay.Interval = 50, 10*time.Millisecond
 		relay.OnPublished = func(s, _ int) { sent[i].Add(int64(s)) }
-		wg.Go(func() { relay.Run(rctx) })
+		wg.Go(func() { _ = service.RunJobs(rctx, outboxLog, nil, relay.Job()) })
 	}
 	booked := func() int64 { return counts[0].booked.Load() + counts[1].booked.Load() }
 	waitUntil(t, "every event booked", 60*time.Second, func() bool { return booked() >= n })
@@ -831,7 +834,7 @@ func TestPaymentsGoOnWhileBrokerIsDown(t *testing.T) {
 
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); relay.Run(rctx) }()
+		go func() { defer close(done); _ = service.RunJobs(rctx, outboxLog, nil, relay.Job()) }()
 		t.Cleanup(func() { stop(); <-done })
 
 		const n = 30

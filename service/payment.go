@@ -56,17 +56,12 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 		pay     model.Payment
 		outcome model.Outcome
 	)
-	err = inTx(ctx, p.store, func(tx *dao.Store) error {
-		var order model.Order
-		var err error
-		if hasAttempt {
-			order, err = tx.OrderForUpdateByID(ctx, attempt.OrderID)
-		} else {
-			order, err = tx.OrderForUpdate(ctx, n.OutTradeNo)
-		}
-		if err != nil {
-			return err
-		}
+	key := dao.OrderSN(n.OutTradeNo)
+	if hasAttempt {
+		key = dao.OrderID(attempt.OrderID)
+	}
+	err = p.store.UpdateOrder(ctx, key, dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
+		outcome = ""
 		pay = p.newPayment(order, n)
 		inserted, err := tx.InsertPayment(ctx, pay)
 		if err != nil {
@@ -98,12 +93,12 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 			return tx.InsertEvents(ctx, ev)
 		}
 		outcome = model.OutcomeApplied
-		if err := tx.MarkOrderPaid(ctx, order.ID, *pay.PaidAt); err != nil {
+		if err := tx.MarkOrderPaid(ctx, *pay.PaidAt); err != nil {
 			return err
 		}
 		// Only the 0→1 compare-and-set gets here: the reservation is sold
 		// and the payment announced exactly once.
-		if err := tx.SellReservation(ctx, order); err != nil {
+		if err := tx.SellReservation(ctx); err != nil {
 			return err
 		}
 		ev, err := paymentEvent(model.EventOrderPaid, pay, order.OrderSN, p.now())

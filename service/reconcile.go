@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -16,12 +17,16 @@ import (
 // trades of settled orders. Safe with several instances: queried attempts
 // are claimed with FOR UPDATE SKIP LOCKED and a lease; closing is
 // idempotent at Alipay and recorded by compare-and-set, so two instances
-// closing one trade cost a second call, nothing more.
+// closing one trade cost a second call, nothing more. It runs as two jobs
+// (QueryJob, CloseJob); an attempt either fails on is given its own
+// back-off and the round goes on.
 type Reconciler struct {
 	store    *dao.Store
 	gw       Gateway
 	payments *Payments
 	log      *slog.Logger
+	// Interval is ALIPAY_JOBS_INTERVAL, the pause between rounds.
+	Interval time.Duration
 	// Batch is how many attempts one round handles.
 	Batch int
 	// Lease keeps a claimed attempt from other instances while it is
@@ -32,7 +37,18 @@ type Reconciler struct {
 
 // NewReconciler returns the query-and-close job.
 func NewReconciler(store *dao.Store, gw Gateway, payments *Payments, log *slog.Logger) *Reconciler {
-	return &Reconciler{store: store, gw: gw, payments: payments, log: log, Batch: 20, Lease: 10 * time.Minute, now: time.Now}
+	return &Reconciler{store: store, gw: gw, payments: payments, log: log, Interval: 30 * time.Second,
+		Batch: 20, Lease: 10 * time.Minute, now: time.Now}
+}
+
+// QueryJob is the active query as a background job.
+func (r *Reconciler) QueryJob() Job {
+	return Job{Name: "active-query", Interval: r.Interval, RunOnce: r.QueryDue}
+}
+
+// CloseJob is the trade close as a background job.
+func (r *Reconciler) CloseJob() Job {
+	return Job{Name: "trade-close", Interval: r.Interval, RunOnce: r.CloseAbandoned}
 }
 
 // expiryGrace is how long past a trade's time_expire a closed attempt is
@@ -53,12 +69,7 @@ func queryBackoff(n int) time.Duration {
 // QueryDue queries one batch of open attempts that are due and returns
 // how many it found paid.
 func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
-	var claimed []model.PayAttempt
-	err := r.store.Tx(ctx, func(tx *dao.Store) error {
-		var err error
-		claimed, err = tx.ClaimAttemptsToQuery(ctx, r.now(), expiryGrace, r.Lease, r.Batch)
-		return err
-	})
+	claimed, err := r.store.ClaimAttemptsToQuery(ctx, r.now(), expiryGrace, r.Lease, r.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +80,7 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 		case err == nil && t.Status.Paid():
 			if _, outcome, err := r.payments.Observe(ctx, observed(t)); err != nil {
 				r.log.Error("query found a payment that could not be applied", "out_trade_no", a.OutTradeNo, "err", err)
-				if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil {
+				if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil && ctx.Err() != nil {
 					return paid, err
 				}
 				continue
@@ -79,7 +90,13 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 			paid++
 		case err == nil && t.Status == model.TradeClosed && a.State == model.AttemptOpen:
 			if _, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now()); err != nil {
-				return paid, err
+				if ctx.Err() != nil {
+					return paid, err
+				}
+				// Claimed with a lease: it is asked again when the lease
+				// ends, and the round goes on.
+				r.log.Error("closed trade not recorded", "out_trade_no", a.OutTradeNo, "err", err)
+				continue
 			}
 			a.State = model.AttemptClosed
 			fallthrough // a closed trade can still be reported paid later by a lagging query: ask again until expiry
@@ -90,7 +107,10 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 				r.log.Warn("trade query failed", "out_trade_no", a.OutTradeNo, "err", err)
 			}
 			if err := r.reschedule(ctx, a, err == nil || errors.Is(err, model.ErrTradeNotExist)); err != nil {
-				return paid, err
+				if ctx.Err() != nil {
+					return paid, err
+				}
+				r.log.Error("next query not scheduled; the lease stands", "out_trade_no", a.OutTradeNo, "err", err)
 			}
 		}
 	}
@@ -125,76 +145,69 @@ func (r *Reconciler) reschedule(ctx context.Context, a model.PayAttempt, answere
 // longer await payment (closed, or paid through another attempt). A trade
 // Alipay says is already paid is queried and applied — it ends
 // REFUND_PENDING — and refunded by the refund worker. A closed attempt is
-// still queried until its trade expires (see QueryDue).
+// still queried until its trade expires (see QueryDue). An attempt whose
+// close fails (Alipay refuses it, or does not answer) waits out its own
+// back-off, so a batch of them never holds up newer ones.
 func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
-	attempts, err := r.store.OpenAttemptsOfSettledOrders(ctx, r.Batch)
+	now := r.now()
+	attempts, err := r.store.OpenAttemptsOfSettledOrders(ctx, now, r.Batch)
 	if err != nil {
 		return 0, err
 	}
 	closed := 0
 	for _, a := range attempts {
-		err := r.gw.CloseTrade(ctx, a.OutTradeNo)
-		switch {
-		case err == nil, errors.Is(err, model.ErrTradeNotExist): // never scanned: nothing to close
-			ok, err := closeAttempt(ctx, r.store, a, "order settled", r.now())
-			if err != nil {
-				return closed, err
-			}
-			if ok {
-				closed++
-			}
-		case errors.Is(err, model.ErrTradeStatus):
-			t, qerr := r.gw.QueryTrade(ctx, a.OutTradeNo)
-			if qerr != nil {
-				r.log.Warn("close refused, query failed", "out_trade_no", a.OutTradeNo, "err", qerr)
-				continue
-			}
-			switch {
-			case t.Status.Paid():
-				if _, _, err := r.payments.Observe(ctx, observed(t)); err != nil {
-					r.log.Warn("paid trade of a closed order not applied yet", "out_trade_no", a.OutTradeNo, "err", err)
-				}
-			case t.Status == model.TradeClosed:
-				ok, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now())
-				if err != nil {
-					return closed, err
-				}
-				if ok {
-					closed++
-				}
-			}
-		default:
-			r.log.Warn("trade close failed, will retry", "out_trade_no", a.OutTradeNo, "err", err)
+		ok, err := r.closeAbandoned(ctx, a)
+		if ok {
+			closed++
+		}
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return closed, err
+		}
+		r.log.Warn("trade close failed, will retry", "out_trade_no", a.OutTradeNo, "err", err)
+		if _, err := r.store.PostponeTradeClose(ctx, a.ID, now, rowBackoff, err.Error()); err != nil {
+			return closed, err
 		}
 	}
 	return closed, nil
 }
 
-// Run queries and closes every interval until ctx ends.
-func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := r.QueryDue(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("query round failed", "err", err)
+// closeAbandoned closes one attempt's trade and reports whether it
+// recorded the close. An error means the attempt is still open.
+func (r *Reconciler) closeAbandoned(ctx context.Context, a model.PayAttempt) (bool, error) {
+	err := r.gw.CloseTrade(ctx, a.OutTradeNo)
+	switch {
+	case err == nil, errors.Is(err, model.ErrTradeNotExist): // never scanned: nothing to close
+		return closeAttempt(ctx, r.store, a, "order settled", r.now())
+	case errors.Is(err, model.ErrTradeStatus):
+		t, err := r.gw.QueryTrade(ctx, a.OutTradeNo)
+		if err != nil {
+			return false, fmt.Errorf("close refused, query failed: %w", err)
 		}
-		if _, err := r.CloseAbandoned(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("close round failed", "err", err)
+		switch {
+		case t.Status.Paid():
+			if _, _, err := r.payments.Observe(ctx, observed(t)); err != nil {
+				return false, fmt.Errorf("paid trade of a closed order not applied yet: %w", err)
+			}
+			// Applied (REFUND_PENDING, refunded by the refund job); the
+			// attempt is PAID now, no longer listed.
+			return false, nil
+		case t.Status == model.TradeClosed:
+			return closeAttempt(ctx, r.store, a, "closed at Alipay", r.now())
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+		return false, fmt.Errorf("%w: close refused while the trade is %s", model.ErrGatewayUnknown, t.Status)
 	}
+	return false, err
 }
 
 // closeAttempt records that an attempt's trade is closed (compare-and-set
-// OPEN → CLOSED) and announces it (trade.closed) in one transaction, and
-// reports whether this call did it.
+// OPEN → CLOSED) and announces it (trade.closed) in one transaction under
+// its order's lock, and reports whether this call did it.
 func closeAttempt(ctx context.Context, store *dao.Store, a model.PayAttempt, reason string, now time.Time) (bool, error) {
 	var closed bool
-	err := inTx(ctx, store, func(tx *dao.Store) error {
+	err := store.UpdateOrder(ctx, dao.OrderID(a.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
 		var err error
 		closed, err = tx.SetAttemptState(ctx, a.ID, model.AttemptOpen, model.AttemptClosed)
 		if err != nil || !closed {

@@ -423,7 +423,7 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 	}
 }
 
-// closeAbandonedUntilNone runs rounds of CloseAbandoned, as Run does, until
+// closeAbandonedUntilNone runs rounds of CloseAbandoned, as RunJobs does, until
 // no closed order has an open attempt, up to a deadline.
 func closeAbandonedUntilNone(rec *service.Reconciler, store *dao.Store) error {
 	deadline := time.Now().Add(30 * time.Second)

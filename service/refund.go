@@ -28,6 +28,8 @@ type Refunds struct {
 	store *dao.Store
 	gw    Gateway
 	log   *slog.Logger
+	// Interval is ALIPAY_JOBS_INTERVAL, the pause between rounds.
+	Interval time.Duration
 	// Batch is how many refunds one round handles.
 	Batch int
 	// Lease keeps a claimed refund from other workers while Alipay is asked.
@@ -45,7 +47,21 @@ type Refunds struct {
 
 // NewRefunds returns the refund use cases and worker.
 func NewRefunds(store *dao.Store, gw Gateway, log *slog.Logger) *Refunds {
-	return &Refunds{store: store, gw: gw, log: log, Batch: 20, Lease: 10 * time.Minute, AlertAfter: 12, now: time.Now}
+	return &Refunds{store: store, gw: gw, log: log, Interval: 30 * time.Second, Batch: 20, Lease: 10 * time.Minute,
+		AlertAfter: 12, now: time.Now}
+}
+
+// Job is the refund worker as a background job.
+func (r *Refunds) Job() Job {
+	return Job{Name: "refunds", Interval: r.Interval, RunOnce: r.RunOnce}
+}
+
+// RunOnce enqueues one batch of REFUND_PENDING payments, then asks Alipay
+// for one batch of due refunds, and says how many ended REFUNDED.
+func (r *Refunds) RunOnce(ctx context.Context) (int, error) {
+	_, errEnqueue := r.Enqueue(ctx)
+	done, err := r.Execute(ctx)
+	return done, errors.Join(errEnqueue, err)
 }
 
 // autoRequestNo is the out_request_no that refunds a REFUND_PENDING payment
@@ -67,20 +83,19 @@ func afterSaleRequestNo(orderID int64, key string) string {
 
 // Enqueue turns REFUND_PENDING payments into refunds (payment
 // REFUND_PENDING → REFUNDING), each in a transaction that locks its order
-// first, then the payment. It returns how many it enqueued.
+// first, then the payment. It returns how many it enqueued. A payment
+// that cannot be enqueued waits out its own back-off.
 func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
-	pays, err := r.store.PaymentsToRefund(ctx, r.Batch)
+	now := r.now()
+	pays, err := r.store.PaymentsToRefund(ctx, now, r.Batch)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, p := range pays {
 		enqueued := false
-		err := inTx(ctx, r.store, func(tx *dao.Store) error {
+		err := r.store.UpdateOrder(ctx, dao.OrderID(p.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
 			enqueued = false
-			if _, err := tx.OrderForUpdateByID(ctx, p.OrderID); err != nil {
-				return err
-			}
 			moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunding)
 			if err != nil || !moved {
 				return err // another worker took it
@@ -96,10 +111,15 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 			n++
 		}
 		if err != nil {
-			// One payment that cannot be enqueued must not hold up the rest.
-			r.log.Error("refund not enqueued", "trade_no", p.TradeNo, "err", err)
 			if ctx.Err() != nil {
 				return n, err
+			}
+			// One payment that cannot be enqueued must not hold up the rest.
+			r.log.Error("refund not enqueued", "trade_no", p.TradeNo, "err", err)
+			if !transient(err) {
+				if _, err := r.store.PostponeRefundEnqueue(ctx, p.TradeNo, now, rowBackoff, err.Error()); err != nil {
+					return n, err
+				}
 			}
 		}
 	}
@@ -109,12 +129,7 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 // Execute asks Alipay for one batch of due refunds and records what it
 // learns. It returns how many ended REFUNDED.
 func (r *Refunds) Execute(ctx context.Context) (int, error) {
-	var claimed []model.Refund
-	err := r.store.Tx(ctx, func(tx *dao.Store) error {
-		var err error
-		claimed, err = tx.ClaimRefunds(ctx, r.now(), r.Lease, r.Batch)
-		return err
-	})
+	claimed, err := r.store.ClaimRefunds(ctx, r.now(), r.Lease, r.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -122,7 +137,13 @@ func (r *Refunds) Execute(ctx context.Context) (int, error) {
 	for _, f := range claimed {
 		ok, err := r.execute(ctx, f)
 		if err != nil {
-			return done, err
+			if ctx.Err() != nil {
+				return done, err
+			}
+			// Claimed with a lease (and counted): it is tried again when
+			// the lease ends, and the round goes on.
+			r.log.Error("refund not recorded; retried when its lease ends", "out_request_no", f.OutRequestNo, "err", err)
+			continue
 		}
 		if ok {
 			done++
@@ -172,12 +193,8 @@ func (r *Refunds) unknown(ctx context.Context, f model.Refund, cause error) erro
 // refund) and its event, in one transaction that locks the order first.
 func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundState, reason string) error {
 	finished := false
-	err := inTx(ctx, r.store, func(tx *dao.Store) error {
+	err := r.store.UpdateOrder(ctx, dao.OrderID(f.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 		finished = false
-		order, err := tx.OrderForUpdateByID(ctx, f.OrderID)
-		if err != nil {
-			return err
-		}
 		moved, err := tx.FinishRefund(ctx, f.OutRequestNo, to, reason)
 		if err != nil || !moved {
 			return err // finished by another worker
@@ -226,11 +243,7 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 		return model.Refund{}, fmt.Errorf("%w: amount must be positive with at most 2 decimals", model.ErrInvalidRequest)
 	}
 	var out model.Refund
-	err := inTx(ctx, r.store, func(tx *dao.Store) error {
-		order, err := tx.OrderForUpdate(ctx, sn)
-		if err != nil {
-			return err
-		}
+	err := r.store.UpdateOrder(ctx, dao.OrderSN(sn), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 		no := afterSaleRequestNo(order.ID, key)
 		if prev, err := tx.Refund(ctx, no); err == nil {
 			if !prev.Amount.Equal(amount) {
@@ -241,7 +254,7 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 		} else if !errors.Is(err, model.ErrRefundNotFound) {
 			return err
 		}
-		pays, err := tx.PaymentsByOrder(ctx, order.ID)
+		pays, err := tx.Payments(ctx)
 		if err != nil {
 			return err
 		}
@@ -254,7 +267,7 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 		if paid == nil || order.Status == model.OrderAwaitingPayment || order.Status == model.OrderClosed {
 			return fmt.Errorf("%w: %q", model.ErrNothingToRefund, sn)
 		}
-		refunds, err := tx.RefundsByOrder(ctx, order.ID)
+		refunds, err := tx.Refunds(ctx)
 		if err != nil {
 			return err
 		}
@@ -289,23 +302,4 @@ func (r *Refunds) Notified(ctx context.Context, outRequestNo string) error {
 	// Only a refund still REFUNDING is touched; an unknown out_biz_no
 	// (not ours, or finished) changes nothing.
 	return r.store.RetryRefundAt(ctx, outRequestNo, r.now(), "refund notification received")
-}
-
-// Run enqueues and executes refunds every interval until ctx ends.
-func (r *Refunds) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := r.Enqueue(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("refund enqueue failed", "err", err)
-		}
-		if _, err := r.Execute(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("refund round failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -229,9 +229,9 @@ func TestRefundWorkersInTwoInstances(t *testing.T) {
 	}
 }
 
-// refundUntilDone runs rounds of the refund worker, as Run does, until no
+// refundUntilDone runs rounds of the refund worker, as RunJobs does, until no
 // payment is owed back and no refund is in progress. A round may fail with
-// model.ErrRetryable as Run's rounds may; it then goes on, up to a
+// model.ErrRetryable, as a job's rounds may; it then goes on, up to a
 // deadline.
 func refundUntilDone(w *service.Refunds, store *dao.Store) error {
 	deadline := time.Now().Add(30 * time.Second)

@@ -59,28 +59,18 @@ func NewRelay(store *dao.Store, pub Publisher, log *slog.Logger) *Relay {
 		FailAfter: 10, MaxBackoff: 5 * time.Minute, now: time.Now}
 }
 
-// Run relays until ctx ends.
-func (r *Relay) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		sent, err := r.RelayOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("relay round failed", "err", err)
-		}
-		if sent == r.Batch && err == nil {
-			continue // more may be waiting
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(r.Interval):
-		}
-	}
+// Job is the relay as a background job: a round that sent a whole batch
+// is followed at once by the next.
+func (r *Relay) Job() Job {
+	return Job{Name: "outbox-relay", Interval: r.Interval, RunOnce: r.RunOnce, Full: func(n int) bool { return n >= r.Batch }}
 }
 
-// RelayOnce claims one batch of due rows, publishes them, and records the
-// result. It returns how many rows it marked sent.
-func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+// RunOnce claims one batch of due rows, publishes them, and records the
+// result, each row with its own back-off when it failed. It returns how
+// many rows it marked sent.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	var rows []model.OutboxRow
-	err := r.store.Tx(ctx, func(tx *dao.Store) error {
+	err := r.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
 		var err error
 		rows, err = tx.ClaimEvents(ctx, r.now(), r.Lease, r.Batch)
 		return err
@@ -101,7 +91,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		}
 	}
 	sent, failed := 0, 0
-	err = r.store.Tx(ctx, func(tx *dao.Store) error {
+	err = r.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
 		var ok []int64
 		failed = 0
 		for i, row := range rows {
