@@ -1,0 +1,142 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// Each job gives a row it fails on its own back-off: a whole batch of rows
+// that always fail does not stop a newer good row. Each case fills a batch
+// of 2 with failing rows older than the good one; without the back-off
+// every round would pick the same failing rows again.
+func TestFailingRowsDoNotStarveNewerOnes(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		exec := func(t *testing.T, query string, args ...any) {
+			t.Helper()
+			if _, err := store.SQL().ExecContext(ctx, query, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		t.Run("OrderCloser", func(t *testing.T) {
+			// A reservation naming a SKU that was deleted: the close rolls
+			// back every time.
+			var bad []model.Order
+			for i := range 2 {
+				o := mustOrder(t, store, newSN(fmt.Sprintf("BO-BAD%d-", i)), "10.00")
+				exec(t, "UPDATE oms_order SET stock_reservation = ? WHERE id = ?", "987654321:1", o.ID)
+				bad = append(bad, o)
+			}
+			good := mustOrder(t, store, newSN("BO-GOOD-"), "10.00")
+			closer := newCloser(store, quietLog, expireAll, 2)
+			rounds := []int{}
+			for range 3 {
+				n, err := closer.RunOnce(ctx)
+				if err != nil {
+					t.Fatalf("round: %v", err)
+				}
+				rounds = append(rounds, n)
+			}
+			if fmt.Sprint(rounds) != "[0 1 0]" {
+				t.Fatalf("rounds closed %v, want [0 1 0]: the failing pair, then the good one, then nothing due", rounds)
+			}
+			if o := mustGetOrder(t, store, good.OrderSN); o.Status != model.OrderClosed {
+				t.Fatalf("good order is %s, want closed", o.Status)
+			}
+			for _, o := range bad {
+				if o := mustGetOrder(t, store, o.OrderSN); o.Status != model.OrderAwaitingPayment {
+					t.Fatalf("failing order is %s, want still awaiting payment", o.Status)
+				}
+			}
+			exec(t, "DELETE FROM oms_order WHERE id IN (?, ?)", bad[0].ID, bad[1].ID) // out of the other cases' way
+		})
+
+		t.Run("TradeClose", func(t *testing.T) {
+			r := newRig(t, store)
+			c := r.checkout(nil)
+			var sns []string
+			for i := range 3 {
+				o := mustOrder(t, store, newSN(fmt.Sprintf("BT%d-", i)), "10.00")
+				mustStart(t, c, o.OrderSN, model.PayPage)
+				if _, err := service.NewOrders(store).Cancel(ctx, 7, o.OrderSN); err != nil {
+					t.Fatal(err)
+				}
+				sns = append(sns, o.OrderSN)
+			}
+			gw := &refusingGateway{Gateway: r.gw, refuse: map[string]bool{sns[0]: true, sns[1]: true}}
+			rec := service.NewReconciler(store, gw, r.payments, quietLog)
+			rec.Batch = 2
+			rounds := []int{}
+			for range 3 {
+				n, err := rec.CloseAbandoned(ctx)
+				if err != nil {
+					t.Fatalf("round: %v", err)
+				}
+				rounds = append(rounds, n)
+			}
+			if fmt.Sprint(rounds) != "[0 1 0]" {
+				t.Fatalf("rounds closed %v, want [0 1 0]", rounds)
+			}
+			if a := mustAttempt(t, store, sns[2]); a.State != model.AttemptClosed {
+				t.Fatalf("good attempt is %s, want CLOSED", a.State)
+			}
+			if n := gw.refused.Load(); n != 2 {
+				t.Fatalf("Alipay asked to close the refused trades %d times, want 2 (then they wait)", n)
+			}
+		})
+
+		t.Run("RefundEnqueue", func(t *testing.T) {
+			// Money owed back on orders that were deleted since: the refund
+			// cannot lock their order.
+			payments := service.NewPayments(store)
+			var bad []model.Order
+			for i := range 3 {
+				o := mustOrder(t, store, newSN(fmt.Sprintf("BR%d-", i)), "10.00")
+				if _, out, err := payments.Observe(ctx, paid(o.OrderSN, newSN("T-BR-"), "0.01")); err != nil || out != model.OutcomeRefundPending {
+					t.Fatalf("underpayment: %s, %v", out, err)
+				}
+				bad = append(bad, o)
+			}
+			good, bad := bad[2], bad[:2]
+			exec(t, "DELETE FROM oms_order WHERE id IN (?, ?)", bad[0].ID, bad[1].ID)
+			refunds := service.NewRefunds(store, nil, quietLog)
+			refunds.Batch = 2
+			rounds := []int{}
+			for range 3 {
+				n, err := refunds.Enqueue(ctx)
+				if err != nil {
+					t.Fatalf("round: %v", err)
+				}
+				rounds = append(rounds, n)
+			}
+			if fmt.Sprint(rounds) != "[0 1 0]" {
+				t.Fatalf("rounds enqueued %v, want [0 1 0]", rounds)
+			}
+			if fs, err := store.RefundsByOrder(ctx, good.ID); err != nil || len(fs) != 1 {
+				t.Fatalf("refunds of the good order: %v, %v; want one", fs, err)
+			}
+		})
+	})
+}
+
+// refusingGateway is Alipay refusing, every time, to close some trades.
+type refusingGateway struct {
+	service.Gateway
+	refuse  map[string]bool
+	refused atomic.Int64
+}
+
+func (g *refusingGateway) CloseTrade(ctx context.Context, outTradeNo string) error {
+	if g.refuse[outTradeNo] {
+		g.refused.Add(1)
+		return fmt.Errorf("%w: ACQ.TRADE_STATUS_ERROR (test)", model.ErrGatewayRefused)
+	}
+	return g.Gateway.CloseTrade(ctx, outTradeNo)
+}
