@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -78,8 +79,11 @@ func TestSearch(t *testing.T) {
 		e := newEnv(t, store)
 		ctx := t.Context()
 		o := mustOrder(t, store, "SE-1", 42, "20.00")
-		if _, err := store.InsertAttempt(ctx, model.PayAttempt{OrderID: o.ID, AttemptNo: 2, OutTradeNo: "SE-1-2", Method: model.PayPage,
-			Amount: decimal.RequireFromString("20.00"), NextQueryAt: time.Now(), ExpireAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.InsertAttempt(ctx, model.PayAttempt{OrderID: o.ID, AttemptNo: 2, OutTradeNo: "SE-1-2", Method: model.PayPage,
+				Amount: decimal.RequireFromString("20.00"), NextQueryAt: time.Now(), ExpireAt: time.Now().Add(time.Hour)})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		e.pay(t, "SE-1-2", "T-SE-1", "20.00")
@@ -91,8 +95,15 @@ func TestSearch(t *testing.T) {
 			t.Fatalf("refunds: %v %v", refunds, err)
 		}
 		// A payment whose order is gone (restored backup, deleted row).
-		if _, err := store.InsertPayment(ctx, model.Payment{Provider: model.ProviderAlipay, TradeNo: "T-ORPHAN", OrderID: 999999,
-			OutTradeNo: "GONE-1", Amount: decimal.RequireFromString("3.00"), State: model.PaymentRefundPending, Reason: model.RefundOrderClosed}); err != nil {
+		gone := mustOrder(t, store, "GONE-1", 42, "3.00")
+		if err := store.UpdateOrder(ctx, dao.OrderID(gone.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.InsertPayment(ctx, model.Payment{Provider: model.ProviderAlipay, TradeNo: "T-ORPHAN", OrderID: gone.ID,
+				OutTradeNo: "GONE-1", Amount: decimal.RequireFromString("3.00"), State: model.PaymentRefundPending, Reason: model.RefundOrderClosed})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.SQL().ExecContext(ctx, "DELETE FROM oms_order WHERE id = ?", gone.ID); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {
@@ -157,17 +168,25 @@ func TestTimeline(t *testing.T) {
 		e := newEnv(t, store)
 		ctx := t.Context()
 		coupon := int64(9)
-		id, err := store.InsertOrder(ctx, model.Order{OrderSN: "TL-1", MemberID: 5, PayAmount: decimal.RequireFromString("70.00"),
-			TotalAmount: decimal.RequireFromString("100.00"), CouponID: &coupon, CouponAmount: decimal.RequireFromString("20.00"),
-			Integration: 1000, IntegrationAmount: decimal.RequireFromString("10.00")})
+		var id int64
+		_, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: 5, IdempotencyKey: "tl-1", RequestHash: "h"}, func(ctx context.Context, tx *dao.PlaceTx) error {
+			var err error
+			id, err = tx.InsertOrder(ctx, model.Order{OrderSN: "TL-1", MemberID: 5, PayAmount: decimal.RequireFromString("70.00"),
+				TotalAmount: decimal.RequireFromString("100.00"), CouponID: &coupon, CouponAmount: decimal.RequireFromString("20.00"),
+				Integration: 1000, IntegrationAmount: decimal.RequireFromString("10.00")})
+			if err != nil {
+				return err
+			}
+			return tx.InsertItems(ctx, id, "TL-1", []model.OrderItem{{SKUID: 3, Quantity: 2, Price: decimal.RequireFromString("50.00")}})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := store.InsertItems(ctx, id, "TL-1", []model.OrderItem{{SKUID: 3, Quantity: 2, Price: decimal.RequireFromString("50.00")}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.InsertAttempt(ctx, model.PayAttempt{OrderID: id, AttemptNo: 1, OutTradeNo: "TL-1", Method: model.PayQR,
-			Amount: decimal.RequireFromString("70.00"), NextQueryAt: time.Now(), ExpireAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.InsertAttempt(ctx, model.PayAttempt{OrderID: id, AttemptNo: 1, OutTradeNo: "TL-1", Method: model.PayQR,
+				Amount: decimal.RequireFromString("70.00"), NextQueryAt: time.Now(), ExpireAt: time.Now().Add(time.Hour)})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		e.pay(t, "TL-1", "T-TL-1", "70.00")
@@ -220,24 +239,26 @@ func TestQueues(t *testing.T) {
 		e.pay(t, "QU-1", "T-QU-1", "10.00")
 		for i := range 51 {
 			no := fmt.Sprintf("AS-QU-%02d", i)
-			if _, err := store.InsertRefund(ctx, model.Refund{OutRequestNo: no, Kind: model.RefundAfterSale, Provider: model.ProviderAlipay,
-				TradeNo: "T-QU-1", OutTradeNo: "QU-1", OrderID: o.ID, Amount: decimal.RequireFromString("0.10")}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := store.FinishRefund(ctx, no, model.RefundFailed, "ACQ.TRADE_HAS_CLOSE"); err != nil {
+			if err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+				if _, err := tx.InsertRefund(ctx, model.Refund{OutRequestNo: no, Kind: model.RefundAfterSale, Provider: model.ProviderAlipay,
+					TradeNo: "T-QU-1", OutTradeNo: "QU-1", OrderID: o.ID, Amount: decimal.RequireFromString("0.10")}); err != nil {
+					return err
+				}
+				_, err := tx.FinishRefund(ctx, no, model.RefundFailed, "ACQ.TRADE_HAS_CLOSE")
+				return err
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// The order's outbox row fails for good.
 		var claimed []model.OutboxRow
-		if err := store.Tx(ctx, func(tx *dao.Store) error {
+		if err := store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
 			var err error
-			claimed, err = tx.ClaimEvents(ctx, time.Now(), time.Minute, 10)
-			return err
-		}); err != nil || len(claimed) != 1 {
-			t.Fatalf("claim: %v %v", claimed, err)
-		}
-		if err := store.MarkFailed(ctx, claimed[0].Seq, 10, time.Now().Add(time.Hour), 10, "nats: no responders"); err != nil {
+			if claimed, err = tx.ClaimEvents(ctx, time.Now(), time.Minute, 10); err != nil || len(claimed) != 1 {
+				return fmt.Errorf("claimed %v: %v", claimed, err)
+			}
+			return tx.MarkFailed(ctx, claimed[0].Seq, 10, time.Now().Add(time.Hour), 10, "nats: no responders")
+		}); err != nil {
 			t.Fatal(err)
 		}
 		c := e.signedIn(t, "alice")

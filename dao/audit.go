@@ -38,11 +38,12 @@ func (r auditRecord) audit() model.Audit {
 	}
 }
 
-// InsertAudit appends an operator action to admin_audit. Call it in the
-// transaction of the change it records, so both commit or neither does.
-// A key used before is model.ErrAlreadyDone (the row is left as it was:
-// the table is append-only).
-func (s *Store) InsertAudit(ctx context.Context, a model.Audit) error {
+// insertAudit appends an operator action to admin_audit, in the
+// transaction of the change it records (OrderTx, OutboxTx and SessionTx
+// have it), so both commit or neither does. A key used before is
+// model.ErrAlreadyDone (the row is left as it was: the table is
+// append-only).
+func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	rec := auditRecord{
 		ActionKey: a.Key, Operator: a.Operator, Action: string(a.Action), OrderID: a.OrderID,
 		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: clip(a.Before, 200), AfterState: clip(a.After, 200),

@@ -1,6 +1,7 @@
 package dao_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -15,11 +16,14 @@ func TestAuditAppendOnly(t *testing.T) {
 		id := int64(7)
 		a := model.Audit{Key: "k-0123456789abcdef", Operator: "alice", Action: model.AuditRefundRetry, OrderID: &id,
 			TargetKind: model.TargetRefund, TargetID: "AS-7-x", Before: "REFUND_FAILED", After: "REFUNDING", Note: "退款重试"}
-		if err := store.InsertAudit(ctx, a); err != nil {
+		insert := func(a model.Audit) error {
+			return store.UpdateSession(ctx, func(ctx context.Context, tx *dao.SessionTx) error { return tx.InsertAudit(ctx, a) })
+		}
+		if err := insert(a); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		a.Note = "a second post of the same form"
-		if err := store.InsertAudit(ctx, a); !errors.Is(err, model.ErrAlreadyDone) {
+		if err := insert(a); !errors.Is(err, model.ErrAlreadyDone) {
 			t.Fatalf("same key again: %v, want ErrAlreadyDone", err)
 		}
 		db := store.SQL()

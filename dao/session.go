@@ -24,9 +24,9 @@ type sessionRecord struct {
 
 func (sessionRecord) TableName() string { return sessionTable }
 
-// InsertSession records a signed-in operator's session (by the hash of its
+// insertSession records a signed-in operator's session (by the hash of its
 // token) and drops sessions that have expired.
-func (s *Store) InsertSession(ctx context.Context, ses model.Session) error {
+func (s *Store) insertSession(ctx context.Context, ses model.Session) error {
 	now := time.Now().UTC()
 	if err := s.db.WithContext(ctx).Where("expires_at < ?", now).Delete(&sessionRecord{}).Error; err != nil {
 		return mapErr(err)
@@ -48,8 +48,8 @@ func (s *Store) Session(ctx context.Context, tokenHash string, now time.Time) (m
 		ExpiresAt: r.ExpiresAt, CreateTime: r.CreateTime}, mapErr(err)
 }
 
-// DeleteSession ends a session.
-func (s *Store) DeleteSession(ctx context.Context, tokenHash string) error {
+// deleteSession ends a session.
+func (s *Store) deleteSession(ctx context.Context, tokenHash string) error {
 	return mapErr(s.db.WithContext(ctx).Where("token_hash = ?", tokenHash).Delete(&sessionRecord{}).Error)
 }
 

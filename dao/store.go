@@ -10,7 +10,8 @@
 //   - A transaction begins only in an entry point: UpdateOrder (locks one
 //     order, FOR UPDATE or FOR UPDATE SKIP LOCKED, and hands its callback
 //     an OrderTx), PlaceOrder (records the request key and hands a
-//     PlaceTx), UpdateOutbox and UpdateJournal (no order at all), and the
+//     PlaceTx), UpdateOutbox, UpdateJournal and UpdateSession (no order
+//     at all), and the
 //     self-contained claims (ClaimRefunds, ClaimAttemptsToQuery,
 //     RequestForUpdateNoWait). Each retries deadlocks and lock-wait
 //     timeouts a bounded number of times within the caller's deadline.
@@ -56,8 +57,8 @@ type Options struct {
 
 // Store reads and writes paynotify's tables. Its own methods are plain
 // reads and single statements; every transaction goes through an entry
-// point (UpdateOrder, PlaceOrder, UpdateOutbox, UpdateJournal, the Claim…
-// methods), and inside one the Store refuses to work (ErrInTx).
+// point (UpdateOrder, PlaceOrder, UpdateOutbox, UpdateJournal,
+// UpdateSession, the Claim… methods), and inside one the Store refuses to work (ErrInTx).
 type Store struct {
 	db     *gorm.DB
 	driver string

@@ -393,6 +393,12 @@ func (tx *OrderTx) InsertEvents(ctx context.Context, events ...model.Event) erro
 	return tx.s.insertEvents(ctx, events...)
 }
 
+// InsertAudit records the operator action this transaction does, with it
+// (see Store.insertAudit).
+func (tx *OrderTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
+}
+
 // own refuses a row that names another order.
 func (tx *OrderTx) own(orderID int64) error {
 	if orderID != tx.order.ID {
@@ -560,6 +566,38 @@ func (tx *OutboxTx) MarkSent(ctx context.Context, seqs []int64, now time.Time) e
 // not before next, and FAILED once attempts reach failAfter.
 func (tx *OutboxTx) MarkFailed(ctx context.Context, seq int64, attempts int, next time.Time, failAfter int, reason string) error {
 	return tx.s.markFailed(ctx, seq, attempts, next, failAfter, reason)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *OutboxTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
+}
+
+// UpdateSession runs fn in one transaction over console sessions and the
+// audit trail: it locks no order. Deadlocks retry as in UpdateOrder.
+func (s *Store) UpdateSession(ctx context.Context, fn func(ctx context.Context, tx *SessionTx) error) error {
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		return fn(ctx, &SessionTx{s: tx})
+	})
+}
+
+// SessionTx is a transaction over console sessions and admin_audit only.
+type SessionTx struct{ s *Store }
+
+// InsertSession records a signed-in operator's session (by the hash of its
+// token) and drops sessions that have expired.
+func (tx *SessionTx) InsertSession(ctx context.Context, ses model.Session) error {
+	return tx.s.insertSession(ctx, ses)
+}
+
+// DeleteSession ends a session.
+func (tx *SessionTx) DeleteSession(ctx context.Context, tokenHash string) error {
+	return tx.s.deleteSession(ctx, tokenHash)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *SessionTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
 }
 
 // UpdateJournal runs fn in one transaction over the consumer's

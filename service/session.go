@@ -47,7 +47,7 @@ func (s *Sessions) SignIn(ctx context.Context, operator string) (string, model.S
 	}
 	ses := model.Session{TokenHash: TokenHash(token), Operator: operator, CSRFToken: csrf, TimeZone: DefaultZone,
 		ExpiresAt: s.now().Add(s.TTL).UTC()}
-	err = inTx(ctx, s.store, func(tx *dao.Store) error {
+	err = s.store.UpdateSession(ctx, func(ctx context.Context, tx *dao.SessionTx) error {
 		if err := tx.InsertSession(ctx, ses); err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *Sessions) SignOut(ctx context.Context, ses model.Session) error {
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, s.store, func(tx *dao.Store) error {
+	return s.store.UpdateSession(ctx, func(ctx context.Context, tx *dao.SessionTx) error {
 		if err := tx.DeleteSession(ctx, ses.TokenHash); err != nil {
 			return err
 		}
