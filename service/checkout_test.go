@@ -385,10 +385,20 @@ func TestStartInTwoInstances(t *testing.T) {
 						if got := countRows(t, a, "oms_pay_attempt", "order_id = ?", o.ID); got != 1 {
 							t.Fatalf("%d attempts, want 1", got)
 						}
-						if method == model.PayQR {
-							// Alipay answers one code per out_trade_no, so a
-							// second precreate is harmless; say how many.
-							t.Logf("%d precreate calls", r.fake.Calls(fakealipay.MethodPrecreate)-precreates)
+						// With the shared Redis lock one instance asks Alipay for
+						// the QR code and the other finds it stored. With Redis
+						// down each instance may ask once (its singleflight
+						// joins its own callers): Alipay answers one code per
+						// out_trade_no, so a second precreate is harmless.
+						wantMin, wantMax := 0, 0
+						switch {
+						case method == model.PayQR && ad.name == "RedisDown":
+							wantMin, wantMax = 1, 2
+						case method == model.PayQR:
+							wantMin, wantMax = 1, 1
+						}
+						if got := r.fake.Calls(fakealipay.MethodPrecreate) - precreates; got < wantMin || got > wantMax {
+							t.Fatalf("%d precreate calls at Alipay, want %d to %d", got, wantMin, wantMax)
 						}
 					})
 				}
