@@ -30,9 +30,8 @@ func notPostponed(job, idExpr, keyExpr string, now time.Time) (string, []any) {
 }
 
 // postpone records that job failed on a row once more: the row is left
-// out of the job's batches until now + delay(failures). One statement of
-// its own (after a read), outside any transaction: the work that failed
-// has rolled back.
+// out of the job's batches until now + delay(failures). Plain statements
+// outside any transaction: the work that failed has rolled back.
 func (s *Store) postpone(ctx context.Context, job string, id int64, key string, now time.Time, delay Backoff, reason string) (int, error) {
 	var failures []int
 	err := s.db.WithContext(ctx).Table(backoffTable).Where("job = ? AND row_id = ? AND row_key = ?", job, id, key).
@@ -52,8 +51,17 @@ func (s *Store) postpone(ctx context.Context, job string, id int64, key string, 
 		Columns:   []clause.Column{{Name: "job"}, {Name: "row_id"}, {Name: "row_key"}},
 		DoUpdates: clause.AssignmentColumns([]string{"failures", "next_try_at", "last_error", "update_time"}),
 	}
-	return n, mapErr(s.db.WithContext(ctx).Table(backoffTable).Clauses(conflict).Create(row).Error)
+	if err := s.db.WithContext(ctx).Table(backoffTable).Clauses(conflict).Create(row).Error; err != nil {
+		return n, mapErr(err)
+	}
+	// Rows a job finished stay here until a later failure of the same job
+	// sweeps them: a week after their last try, nothing reads them.
+	return n, mapErr(s.db.WithContext(ctx).Table(backoffTable).
+		Where("job = ? AND next_try_at < ?", job, now.Add(-backoffKeep).UTC()).Delete(nil).Error)
 }
+
+// backoffKeep is how long a job_backoff row outlives its last try.
+const backoffKeep = 7 * 24 * time.Hour
 
 // PostponeClose records that closing an order failed: the closer leaves it
 // out until now + delay(failures). It returns the failures so far.

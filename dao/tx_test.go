@@ -179,3 +179,43 @@ func TestLockOrderEnforced(t *testing.T) {
 		}
 	})
 }
+
+// ForUpdateSkipLocked passes over an order another transaction holds, as
+// if it were absent, without waiting. MySQL/MariaDB only: SQLite has one
+// writer, so no other transaction can hold a row while we ask.
+func TestUpdateOrderSkipLocked(t *testing.T) {
+	store := daotest.Open(t, dao.DriverMySQL)
+	ctx := t.Context()
+	o, err := store.CreateOrder(ctx, "SKIP-1", 7, decimal.RequireFromString("1.00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(context.Context, *dao.OrderTx, model.Order) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	ran := false
+	err = store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdateSkipLocked, func(context.Context, *dao.OrderTx, model.Order) error {
+		ran = true
+		return nil
+	})
+	close(release)
+	if !errors.Is(err, model.ErrOrderNotFound) || ran {
+		t.Fatalf("held order with SKIP LOCKED: %v (callback ran: %v), want ErrOrderNotFound", err, ran)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	if err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdateSkipLocked, func(context.Context, *dao.OrderTx, model.Order) error {
+		ran = true
+		return nil
+	}); err != nil || !ran {
+		t.Fatalf("released order with SKIP LOCKED: %v (callback ran: %v), want it taken", err, ran)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"paynotify/broker/natstest"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/model"
@@ -121,6 +123,51 @@ func TestFailingRowsDoNotStarveNewerOnes(t *testing.T) {
 			}
 			if fs, err := store.RefundsByOrder(ctx, good.ID); err != nil || len(fs) != 1 {
 				t.Fatalf("refunds of the good order: %v, %v; want one", fs, err)
+			}
+		})
+
+		t.Run("OutboxRelay", func(t *testing.T) {
+			// Rows whose payload does not parse (written by hand, or by an
+			// older binary): they are set aside FAILED, not claimed forever.
+			stream, prefix := natstest.Names(t)
+			b := openBroker(t, natstest.URL(t), stream, prefix)
+			relay := service.NewRelay(store, b, quietLog)
+			relay.Batch = 2
+			for { // the earlier cases' events first
+				n, err := relay.RunOnce(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+			}
+			now := time.Now().UTC()
+			for i := range 2 {
+				exec(t, `INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, attempts, next_attempt_at, last_error, create_time)
+VALUES (?, 1, 'order.paid', 'not json', 'PENDING', 0, ?, '', ?)`, fmt.Sprintf("bad-payload-%d", i), now.Add(-time.Minute), now.Add(-time.Minute))
+			}
+			o := mustOrder(t, store, newSN("BX-"), "10.00")
+			if _, _, err := service.NewPayments(store).Observe(ctx, paid(o.OrderSN, newSN("T-BX-"), "10.00")); err != nil {
+				t.Fatal(err)
+			}
+			rounds := []int{}
+			for range 3 {
+				n, err := relay.RunOnce(ctx)
+				if err != nil {
+					t.Fatalf("round: %v", err)
+				}
+				rounds = append(rounds, n)
+			}
+			if fmt.Sprint(rounds) != "[0 1 0]" {
+				t.Fatalf("rounds sent %v, want [0 1 0]: none of the bad pair, then the good event", rounds)
+			}
+			var failed int
+			if err := store.SQL().QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE event_id LIKE 'bad-payload-%' AND state = 'FAILED' AND last_error != ''").Scan(&failed); err != nil || failed != 2 {
+				t.Fatalf("bad rows FAILED: %d, %v; want 2", failed, err)
+			}
+			if n := mustOutboxCount(t, store, model.OutboxPending); n != 0 {
+				t.Fatalf("%d events still pending after the bad pair was set aside", n)
 			}
 		})
 	})
