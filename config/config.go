@@ -149,6 +149,7 @@ type Error struct {
 	Problems []string
 }
 
+// Error lists the problems one a line under "configuration:".
 func (e *Error) Error() string {
 	return "configuration:\n  " + strings.Join(e.Problems, "\n  ")
 }
