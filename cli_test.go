@@ -105,8 +105,9 @@ func TestCommandRefusesUnknownFlags(t *testing.T) {
 	})
 }
 
-// A second dev on a busy port fails on the port before it touches the
-// database: the first one's data is still there, on disk.
+// A second dev fails before it touches the first one's database — on the
+// busy port, or on another port on the database's lock: the first one's
+// data is still there, on disk.
 func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
@@ -118,11 +119,16 @@ func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
 		t.Fatalf("notify answered %q", got)
 	}
 
-	var out bytes.Buffer
-	err = run(context.Background(), environment{args: []string{"dev", "-db", db, "-addr", strings.TrimPrefix(base, "http://")},
-		stdin: strings.NewReader(""), stdout: &out, stderr: &out})
-	if err == nil || !strings.Contains(err.Error(), "address already in use") {
-		t.Fatalf("second dev: %v, want the busy address\n%s", err, &out)
+	for _, second := range []struct{ addr, want string }{
+		{addr: strings.TrimPrefix(base, "http://"), want: "address already in use"},
+		{addr: "127.0.0.1:0", want: "in use by another paynotify dev"},
+	} {
+		var out bytes.Buffer
+		err = run(context.Background(), environment{args: []string{"dev", "-db", db, "-addr", second.addr},
+			stdin: strings.NewReader(""), stdout: &out, stderr: &out})
+		if err == nil || !strings.Contains(err.Error(), second.want) {
+			t.Fatalf("second dev on %s: %v, want %q\n%s", second.addr, err, second.want, &out)
+		}
 	}
 
 	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})

@@ -116,8 +116,9 @@ paste. Other settings come from the environment, as for serve.
 
 It listens on 127.0.0.1:8080, this machine only, unless -addr (or
 HTTP_ADDR) says otherwise: -addr :8080 listens on every interface. The
-address is bound before the database is touched, so a second dev on a busy
-port fails without wiping the first one's database.
+address is bound before the database is touched, and the database is
+locked (FILE.lock) while dev runs: a second dev, on the same port or
+another, fails without wiping the first one's database.
 `
 
 // devDefaultAddr is where dev listens unless told otherwise: loopback, since
@@ -175,6 +176,12 @@ func dev(ctx context.Context, env environment) error {
 	}
 	cfg.PublicURL = base
 
+	// A second dev on another address must not wipe this one's database.
+	release, err := lockDevDB(*dbPath)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if !*keep {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			if err := os.Remove(*dbPath + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
