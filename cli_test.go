@@ -228,3 +228,18 @@ func TestDevSignExample(t *testing.T) {
 		})
 	}
 }
+
+// The tests above cover every command the usage lists: a new command is
+// not forgotten.
+func TestCommandsListed(t *testing.T) {
+	_, list, _ := strings.Cut(usage, "commands:\n")
+	var listed []string
+	for _, line := range strings.Split(list, "\n") {
+		if strings.HasPrefix(line, "  ") {
+			listed = append(listed, strings.Fields(line)[0])
+		}
+	}
+	if strings.Join(listed, " ") != strings.Join(commands, " ") {
+		t.Errorf("usage lists %v, the tests cover %v", listed, commands)
+	}
+}

@@ -1,12 +1,12 @@
 // Command paynotify receives Alipay's payment notifications and applies
 // every real payment to its order exactly once.
 //
-//	paynotify serve        run the service (configured by the environment)
-//	paynotify migrate      apply database migrations, then exit
-//	paynotify consume      run the accounting consumer (NATS JetStream)
-//	paynotify dev          run on an embedded SQLite with demo data and dev keys
-//	paynotify sign         sign a notification form with a private key (QA)
-//	paynotify healthcheck  ask a running service whether it is ready (containers)
+//	paynotify serve          run the service (configured by the environment)
+//	paynotify migrate        apply database migrations, then exit
+//	paynotify consume        run the accounting consumer (NATS JetStream)
+//	paynotify dev            run on an embedded SQLite with demo data and dev keys
+//	paynotify sign           sign a notification form with a private key (QA)
+//	paynotify healthcheck    ask a running service whether it is ready (containers)
 //	paynotify hash-password  make a console operator's bcrypt hash
 //
 // Every command answers -h with its usage.
@@ -27,12 +27,12 @@ import (
 const usage = `usage: paynotify <command> [flags]
 
 commands:
-  serve        run the service; configuration from the environment (see README)
-  migrate      apply database migrations and exit
-  consume      run the accounting consumer of the event stream (needs NATS_URL)
-  dev          run on an embedded SQLite with demo orders and development keys
-  sign         sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
-  healthcheck  exit 0 if the service at HTTP_ADDR answers /readyz, else 1
+  serve          run the service; configuration from the environment (see README)
+  migrate        apply database migrations and exit
+  consume        run the accounting consumer of the event stream (needs NATS_URL)
+  dev            run on an embedded SQLite with demo orders and development keys
+  sign           sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
+  healthcheck    exit 0 if the service at HTTP_ADDR answers /readyz, else 1
   hash-password  print a bcrypt hash for CONSOLE_OPERATORS: paynotify hash-password [OPERATOR] < password
 
 paynotify <command> -h shows a command's flags.
