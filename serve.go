@@ -24,10 +24,6 @@ import (
 	"paynotify/service"
 )
 
-// shutdownGrace is how long requests in flight may take to finish after
-// SIGTERM.
-const shutdownGrace = 20 * time.Second
-
 // serve runs the service as an operator deploys it.
 func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
@@ -45,7 +41,7 @@ func serve(ctx context.Context, env environment) error {
 	if err != nil {
 		return err
 	}
-	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
 		return err
 	}
@@ -165,6 +161,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		DB:            store,
 		Registry:      reg,
 		NotifyTimeout: cfg.NotifyTimeout,
+		APITimeout:    cfg.APITimeout,
 	})
 	if len(a.mounts) > 0 {
 		mux := http.NewServeMux()
@@ -196,7 +193,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 			return err
 		}
 	}
+	// Requests end with their own deadline (NOTIFY_TIMEOUT, API_TIMEOUT,
+	// both shorter than the grace); endRequests ends any left a second
+	// before the grace does, so each is still answered within it.
+	reqCtx, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -217,10 +220,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
 	defer cancel()
+	backstop := time.AfterFunc(config.ShutdownGrace-time.Second, endRequests)
+	defer backstop.Stop()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %v: %w", config.ShutdownGrace, err)
 	}
 	log.Info("stopped")
 	return nil
@@ -248,7 +254,7 @@ func consumeCmd(ctx context.Context, env environment) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
-	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
+	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,13 @@ type Config struct {
 	NotifyTimeout  time.Duration `env:"NOTIFY_TIMEOUT" envDefault:"4s"`
 	LogLevel       slog.Level    `env:"LOG_LEVEL" envDefault:"INFO"`
 
+	// With NotifyTimeout, APITimeout and DBTimeout are the deadlines nothing
+	// waits on the database past: one notification, one /api/v1 or
+	// /admin request, and one database round trip no request bounds (a
+	// background job's). See dao.Options.IOTimeout.
+	APITimeout time.Duration `env:"API_TIMEOUT" envDefault:"10s"`
+	DBTimeout  time.Duration `env:"DB_TIMEOUT" envDefault:"10s"`
+
 	// APIJWTSecret verifies members' HS256 tokens; unset, the order API
 	// is off (the notify endpoint does not need it).
 	APIJWTSecret       string        `env:"API_JWT_SECRET"`
@@ -74,6 +81,10 @@ type Config struct {
 	Production           bool   `env:"ALIPAY_PRODUCTION" envDefault:"false"`
 }
 
+// ShutdownGrace is how long requests in flight may take to finish after
+// SIGTERM; each request's own deadline is shorter.
+const ShutdownGrace = 20 * time.Second
+
 // Load reads the configuration from environ (os.Environ() form). It checks
 // types and ranges, and names every problem, by its environment variable,
 // in one *Error; Alipay checks what the Alipay settings mean.
@@ -118,7 +129,6 @@ func Load(environ []string) (Config, error) {
 	positive := func(name string, ok bool) { check(name, ok, "more than zero", false) }
 	check("DB_DRIVER", c.DBDriver == "mysql" || c.DBDriver == "sqlite", "mysql or sqlite", false)
 	positive("DB_MAX_OPEN_CONNS", c.DBMaxOpenConns > 0)
-	positive("NOTIFY_TIMEOUT", c.NotifyTimeout > 0)
 	check("API_JWT_SECRET", c.APIJWTSecret == "" || len(c.APIJWTSecret) >= 32, "at least 32 bytes (HS256 needs a 256-bit secret)", true)
 	check("ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters", true)
 	if c.DBDriver == "mysql" && vars["DB_DSN"] == "" {
@@ -135,6 +145,11 @@ func Load(environ []string) (Config, error) {
 	positive("ORDER_CLOSE_INTERVAL", c.OrderCloseInterval > 0)
 	positive("ORDER_CLOSE_BATCH", c.OrderCloseBatch > 0)
 	positive("ALIPAY_JOBS_INTERVAL", c.AlipayJobsInterval > 0)
+	// A request in flight at SIGTERM must be answered within the grace.
+	underGrace := fmt.Sprintf("more than zero and less than the %v shutdown grace", ShutdownGrace)
+	check("NOTIFY_TIMEOUT", c.NotifyTimeout > 0 && c.NotifyTimeout < ShutdownGrace, underGrace, false)
+	check("API_TIMEOUT", c.APITimeout > 0 && c.APITimeout < ShutdownGrace, underGrace, false)
+	positive("DB_TIMEOUT", c.DBTimeout > 0)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
 	if len(problems) > 0 {

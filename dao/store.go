@@ -53,6 +53,12 @@ const (
 type Options struct {
 	// MaxOpenConns caps MySQL connections (SQLite always uses one).
 	MaxOpenConns int
+	// IOTimeout bounds every wait on a MySQL connection that no context
+	// ends sooner — a background job's statement, say (the DSN's
+	// readTimeout and writeTimeout, unless DB_DSN sets them). Zero means
+	// 30 s. A statement, COMMIT or ROLLBACK whose context ends first is
+	// given up at once, the connection closed under it.
+	IOTimeout time.Duration
 }
 
 // Store reads and writes paynotify's tables. Its own methods are plain
@@ -75,11 +81,19 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 	var dialector gorm.Dialector
 	switch driver {
 	case DriverMySQL:
-		full, err := MySQLDSN(dsn)
+		full, err := mysqlDSN(dsn, opt.IOTimeout)
 		if err != nil {
 			return nil, err
 		}
-		dialector = gormmysql.New(gormmysql.Config{DSN: full, SkipInitializeWithVersion: true})
+		mcfg, err := mysql.ParseDSN(full)
+		if err != nil {
+			return nil, err
+		}
+		connector, err := newBoundedConnector(mcfg)
+		if err != nil {
+			return nil, fmt.Errorf("DB_DSN: %w", err)
+		}
+		dialector = gormmysql.New(gormmysql.Config{DSN: full, Conn: sql.OpenDB(connector), SkipInitializeWithVersion: true})
 	case DriverSQLite:
 		if err := checkSQLitePath(dsn); err != nil {
 			return nil, err
@@ -127,8 +141,12 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 // MySQLDSN completes a go-sql-driver DSN: times are parsed and kept in UTC
 // (on the connection too), parameters are interpolated client-side (one
 // round trip per statement), and dial, read and write time out so a silent
-// database fails a request instead of hanging it.
-func MySQLDSN(dsn string) (string, error) {
+// database fails what no context bounds instead of hanging it.
+func MySQLDSN(dsn string) (string, error) { return mysqlDSN(dsn, 0) }
+
+// mysqlDSN is MySQLDSN with reads and writes timing out after ioTimeout
+// (zero means 30 s) unless the DSN says otherwise.
+func mysqlDSN(dsn string, ioTimeout time.Duration) (string, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return "", fmt.Errorf("DB_DSN: %w", err)
@@ -141,11 +159,14 @@ func MySQLDSN(dsn string) (string, error) {
 	if c.Timeout == 0 {
 		c.Timeout = 3 * time.Second
 	}
+	if ioTimeout <= 0 {
+		ioTimeout = 30 * time.Second
+	}
 	if c.ReadTimeout == 0 {
-		c.ReadTimeout = 30 * time.Second
+		c.ReadTimeout = ioTimeout
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 30 * time.Second
+		c.WriteTimeout = ioTimeout
 	}
 	if c.Params == nil {
 		c.Params = map[string]string{}

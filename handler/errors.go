@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -58,6 +59,8 @@ var errorTable = []errorRow{
 	{model.ErrGatewayUnknown, "", slog.LevelWarn, http.StatusServiceUnavailable, "alipay_unavailable", 5},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
+	// The request's deadline passed while it waited on something else.
+	{context.DeadlineExceeded, "timeout", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
 }
 
 var internalRow = errorRow{outcome: "error", level: slog.LevelError, status: http.StatusInternalServerError, code: "internal"}

@@ -43,6 +43,9 @@ type Deps struct {
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
+	// APITimeout bounds one /api/v1 or /admin request the same way: past
+	// it the client gets a 503, never a hang.
+	APITimeout time.Duration
 }
 
 // New returns the service's routes.
@@ -50,6 +53,9 @@ func New(d Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	if d.NotifyTimeout <= 0 {
 		d.NotifyTimeout = 4 * time.Second
+	}
+	if d.APITimeout <= 0 {
+		d.APITimeout = 10 * time.Second
 	}
 	m := newMetrics(d.Registry)
 	r := gin.New()
@@ -63,7 +69,7 @@ func New(d Deps) http.Handler {
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
-		api := r.Group("/api/v1", memberAuth(d.JWTSecret))
+		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
 		api.POST("/orders", o.Place)
 		api.GET("/orders/:sn", o.Get)
 		api.POST("/orders/:sn/cancel", o.Cancel)
@@ -75,7 +81,7 @@ func New(d Deps) http.Handler {
 
 	if d.AdminToken != "" && d.Ops != nil {
 		a := &Admin{ops: d.Ops, refunds: d.Refunds}
-		admin := r.Group("/admin", adminAuth(d.AdminToken))
+		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
 		admin.GET("/outbox", a.Outbox)
 		admin.GET("/journal/totals", a.JournalTotals)
 		admin.GET("/orders/:sn/refunds", a.Refunds)

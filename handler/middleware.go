@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -69,4 +70,16 @@ func recovery() gin.HandlerFunc {
 		logger(c).Error("panic", "panic", rec)
 		c.AbortWithStatus(http.StatusInternalServerError)
 	})
+}
+
+// deadline bounds everything a request does by d: every database wait,
+// COMMIT included, ends with the request's context, so past d the client
+// is answered 503 instead of left waiting.
+func deadline(d time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
 }

@@ -42,6 +42,9 @@ const firstQueryAfter = 3 * time.Minute
 // holder renews it.
 const payLockTTL = 10 * time.Second
 
+// startTimeout bounds one payment start, Alipay's answers included.
+const startTimeout = 15 * time.Second
+
 // Checkout starts payments: one Alipay trade (attempt) at a time per
 // order, and never two attempts for one, with three guards — singleflight
 // in the process, a Redis lock across processes, and the database's
@@ -100,17 +103,25 @@ func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, method 
 		return PayView{}, fmt.Errorf("%w: method must be page, wap or qr", model.ErrInvalidRequest)
 	}
 	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(method)
-	v, err, _ := c.flight.Do(key, func() (any, error) {
+	// The shared start outlives a caller who gives up (its own bound is
+	// startTimeout), so the caller's retry finds its result; the caller
+	// itself waits no longer than its deadline.
+	ch := c.flight.DoChan(key, func() (any, error) {
 		return c.start(context.WithoutCancel(ctx), memberID, sn, method)
 	})
-	if err != nil {
-		return PayView{}, err
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return PayView{}, r.Err
+		}
+		return r.Val.(PayView), nil
+	case <-ctx.Done():
+		return PayView{}, fmt.Errorf("payment start still running: %w", ctx.Err())
 	}
-	return v.(PayView), nil
 }
 
 func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method model.PayMethod) (PayView, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	order, err := c.store.Order(ctx, sn)
 	if err != nil {
