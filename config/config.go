@@ -146,9 +146,14 @@ func Load(environ []string) (Config, error) {
 	positive("ORDER_CLOSE_BATCH", c.OrderCloseBatch > 0)
 	positive("ALIPAY_JOBS_INTERVAL", c.AlipayJobsInterval > 0)
 	// A request in flight at SIGTERM must be answered within the grace.
-	underGrace := fmt.Sprintf("more than zero and less than the %v shutdown grace", ShutdownGrace)
-	check("NOTIFY_TIMEOUT", c.NotifyTimeout > 0 && c.NotifyTimeout < ShutdownGrace, underGrace, false)
-	check("API_TIMEOUT", c.APITimeout > 0 && c.APITimeout < ShutdownGrace, underGrace, false)
+	underGrace := fmt.Sprintf("less than the %v shutdown grace", ShutdownGrace)
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"NOTIFY_TIMEOUT", c.NotifyTimeout}, {"API_TIMEOUT", c.APITimeout}} {
+		positive(t.name, t.d > 0)
+		check(t.name, t.d <= 0 || t.d < ShutdownGrace, underGrace, false)
+	}
 	positive("DB_TIMEOUT", c.DBTimeout > 0)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
