@@ -69,13 +69,7 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 	if _, err := direct.CreateOrder(ctx, "SILENT-TX-1", 1, decimal.RequireFromString("1.00")); err != nil {
 		t.Fatal(err)
 	}
-	closeOrder := func(ctx context.Context, tx *dao.Store) error {
-		o, err := tx.OrderForUpdate(ctx, "SILENT-TX-1")
-		if err == nil {
-			_, err = tx.CloseOrder(ctx, o.ID)
-		}
-		return err
-	}
+	order := dao.OrderSN("SILENT-TX-1")
 	const deadline = time.Second
 
 	t.Run("Commit", func(t *testing.T) {
@@ -83,7 +77,10 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 		tctx, cancel := context.WithTimeout(ctx, deadline)
 		defer cancel()
 		start := time.Now()
-		err := proxied.Tx(tctx, func(tx *dao.Store) error { return closeOrder(tctx, tx) })
+		err := proxied.UpdateOrder(tctx, order, dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.CloseOrder(ctx)
+			return err
+		})
 		select {
 		case <-committing:
 		default:
@@ -97,10 +94,7 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 		tctx, cancel := context.WithTimeout(ctx, deadline)
 		defer cancel()
 		start := time.Now()
-		err := proxied.Tx(tctx, func(tx *dao.Store) error {
-			if _, err := tx.OrderForUpdate(tctx, "SILENT-TX-1"); err != nil {
-				return err
-			}
+		err := proxied.UpdateOrder(tctx, order, dao.ForUpdate, func(context.Context, *dao.OrderTx, model.Order) error {
 			proxy.Silence()
 			return model.ErrUnavailable // anything: the transaction rolls back
 		})
