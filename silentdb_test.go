@@ -144,6 +144,29 @@ func TestSilentDatabaseFailsFastAndRecovers(t *testing.T) {
 	db.checkPaid(t)
 }
 
+// A background job on a silent database waits at most DB_TIMEOUT for any
+// one answer (the connection's read timeout; before, a fixed 30 s): the
+// round fails, says so, and runs again next interval.
+func TestSilentDatabaseFailsJobRoundsWithinDBTimeout(t *testing.T) {
+	const dbTimeout, interval = time.Second, 200 * time.Millisecond
+	db := newSilentDB(t)
+	_, logs := start(t, []string{"serve"}, append(db.environ,
+		"DB_TIMEOUT="+dbTimeout.String(), "ORDER_CLOSE_INTERVAL="+interval.String()))
+
+	const failed = `"msg":"job round failed"`
+	before := strings.Count(logs.String(), failed)
+	db.proxy.Silence()
+	silenced := time.Now()
+	for strings.Count(logs.String(), failed) == before {
+		if time.Since(silenced) > time.Minute {
+			t.Fatalf("no job round failed in a minute of silence:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the log, not waiting for time to pass
+	}
+	checkInTime(t, "a job round on a silent database", time.Since(silenced), interval+dbTimeout)
+	db.proxy.Resume()
+}
+
 // A request whose COMMIT gets no answer — the database went silent after
 // the transaction's statements — is answered by its deadline: the
 // go-sql-driver runs COMMIT without a context, and before, such a request
