@@ -16,6 +16,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/handler"
+	"paynotify/internal/proctest"
 	"paynotify/model"
 )
 
@@ -40,7 +41,7 @@ const silentTradeNo = "2026113022001499990001"
 // proxy that can go silent, a direct store on it, an order SILENT-1 of
 // member 1 awaiting 12.30, and Alipay's signed notification paying it.
 type silentDB struct {
-	proxy   *daotest.SilentProxy
+	proxy   *proctest.Proxy
 	store   *dao.Store
 	environ []string
 	notice  string // the signed form body paying SILENT-1
@@ -53,7 +54,7 @@ func newSilentDB(t *testing.T) *silentDB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := daotest.NewSilentProxy(t, cfg.Addr)
+	proxy := proctest.NewProxy(t, cfg.Addr)
 	cfg.Addr = proxy.Addr()
 
 	appKey, _ := newKeyPair(t)
@@ -125,7 +126,7 @@ func TestSilentDatabaseFailsFastAndRecovers(t *testing.T) {
 	db := newSilentDB(t)
 	base, _ := start(t, []string{"serve"}, db.environ)
 
-	db.proxy.Silence()
+	db.proxy.Freeze(true)
 	got, took := timed(func() string { return post(t, base+"/alipay/notify", db.notice) })
 	if got != "failure" {
 		t.Fatalf("answer while the database is silent: %q, want failure", got)
@@ -134,7 +135,7 @@ func TestSilentDatabaseFailsFastAndRecovers(t *testing.T) {
 	if code := get(t, base+"/readyz"); code != 503 {
 		t.Fatalf("/readyz while the database is silent: %d, want 503", code)
 	}
-	db.proxy.Resume()
+	db.proxy.Freeze(false)
 	if got := post(t, base+"/alipay/notify", db.notice); got != "success" {
 		t.Fatalf("answer to the resend: %q, want success", got)
 	}
@@ -155,7 +156,7 @@ func TestSilentDatabaseFailsJobRoundsWithinDBTimeout(t *testing.T) {
 
 	const failed = `"msg":"job round failed"`
 	before := strings.Count(logs.String(), failed)
-	db.proxy.Silence()
+	db.proxy.Freeze(true)
 	silenced := time.Now()
 	for strings.Count(logs.String(), failed) == before {
 		if time.Since(silenced) > time.Minute {
@@ -164,7 +165,7 @@ func TestSilentDatabaseFailsJobRoundsWithinDBTimeout(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the log, not waiting for time to pass
 	}
 	checkInTime(t, "a job round on a silent database", time.Since(silenced), interval+dbTimeout)
-	db.proxy.Resume()
+	db.proxy.Freeze(false)
 }
 
 // A request whose COMMIT gets no answer — the database went silent after
@@ -177,14 +178,14 @@ func TestSilentCommitIsAnsweredByTheDeadline(t *testing.T) {
 	base, _ := start(t, []string{"serve"}, db.environ)
 
 	t.Run("Notify", func(t *testing.T) {
-		committing := db.proxy.SilenceAfter([]byte(silentTradeNo), commitPacket)
+		committing := db.proxy.FreezeAfter([]byte(silentTradeNo), commitPacket)
 		got, took := timed(func() string { return post(t, base+"/alipay/notify", db.notice) })
 		mustHaveHappened(t, committing, "the notification never sent COMMIT")
 		if got != "failure" {
 			t.Errorf("answer while COMMIT goes unanswered: %q, want failure", got)
 		}
 		checkInTime(t, "a notification stuck in COMMIT", took, silentNotifyTimeout)
-		db.proxy.Resume()
+		db.proxy.Freeze(false)
 		if got := post(t, base+"/alipay/notify", db.notice); got != "success" {
 			t.Fatalf("answer to the resend: %q, want success", got)
 		}
@@ -209,14 +210,14 @@ func TestSilentCommitIsAnsweredByTheDeadline(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode
 		}
-		committing := db.proxy.SilenceAfter([]byte("SILENT-2"), commitPacket)
+		committing := db.proxy.FreezeAfter([]byte("SILENT-2"), commitPacket)
 		code, took := timed(cancel)
 		mustHaveHappened(t, committing, "the cancel never sent COMMIT")
 		if code != http.StatusServiceUnavailable {
 			t.Errorf("cancel while COMMIT goes unanswered: %d, want 503", code)
 		}
 		checkInTime(t, "a cancel stuck in COMMIT", took, silentAPITimeout)
-		db.proxy.Resume()
+		db.proxy.Freeze(false)
 		if code := cancel(); code != http.StatusOK {
 			t.Fatalf("cancel again: %d, want 200", code)
 		}
@@ -249,7 +250,7 @@ func TestSIGTERMDrainIsBoundedByTheDeadline(t *testing.T) {
 		t.Fatalf("serve exited before listening: %v\n%s", err, logs)
 	}
 
-	committing := db.proxy.SilenceAfter([]byte(silentTradeNo), commitPacket)
+	committing := db.proxy.FreezeAfter([]byte(silentTradeNo), commitPacket)
 	answered := make(chan string, 1)
 	go func() {
 		resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(base+"/alipay/notify",
@@ -281,7 +282,7 @@ func TestSIGTERMDrainIsBoundedByTheDeadline(t *testing.T) {
 	if got := <-answered; got != "failure" {
 		t.Errorf("the notification in flight at SIGTERM got %q, want failure", got)
 	}
-	db.proxy.Resume()
+	db.proxy.Freeze(false)
 }
 
 // mustHaveHappened fails the test unless done is closed.

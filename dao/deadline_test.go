@@ -11,6 +11,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/internal/proctest"
 	"paynotify/model"
 )
 
@@ -20,7 +21,7 @@ const margin = time.Second
 
 // silentStores returns a migrated MySQL store, a second store on the same
 // database reached through a proxy that can go silent, and the proxy.
-func silentStores(t *testing.T, opt dao.Options) (direct, proxied *dao.Store, proxy *daotest.SilentProxy) {
+func silentStores(t *testing.T, opt dao.Options) (direct, proxied *dao.Store, proxy *proctest.Proxy) {
 	t.Helper()
 	ctx := context.Background()
 	dsn := daotest.MySQLDatabase(t)
@@ -36,7 +37,7 @@ func silentStores(t *testing.T, opt dao.Options) (direct, proxied *dao.Store, pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy = daotest.NewSilentProxy(t, cfg.Addr)
+	proxy = proctest.NewProxy(t, cfg.Addr)
 	cfg.Addr = proxy.Addr()
 	proxied, err = dao.Open(ctx, dao.DriverMySQL, cfg.FormatDSN(), opt)
 	if err != nil {
@@ -73,7 +74,7 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 	const deadline = time.Second
 
 	t.Run("Commit", func(t *testing.T) {
-		committing := proxy.SilenceAfter([]byte("SILENT-TX-1"), []byte("\x03COMMIT"))
+		committing := proxy.FreezeAfter([]byte("SILENT-TX-1"), []byte("\x03COMMIT"))
 		tctx, cancel := context.WithTimeout(ctx, deadline)
 		defer cancel()
 		start := time.Now()
@@ -87,7 +88,7 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 			t.Fatalf("the transaction never sent COMMIT: %v", err)
 		}
 		checkBounded(t, "a transaction whose COMMIT gets no answer", err, start, deadline)
-		proxy.Resume()
+		proxy.Freeze(false)
 	})
 
 	t.Run("Rollback", func(t *testing.T) {
@@ -95,11 +96,11 @@ func TestSilentDatabaseEndsCommitAndRollbackWithTheContext(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		err := proxied.UpdateOrder(tctx, order, dao.ForUpdate, func(context.Context, *dao.OrderTx, model.Order) error {
-			proxy.Silence()
+			proxy.Freeze(true)
 			return model.ErrUnavailable // anything: the transaction rolls back
 		})
 		checkBounded(t, "a transaction whose ROLLBACK gets no answer", err, start, deadline)
-		proxy.Resume()
+		proxy.Freeze(false)
 	})
 
 	t.Run("PoolRecovers", func(t *testing.T) {
@@ -123,9 +124,9 @@ func TestSilentDatabaseBoundsUndeadlinedWaits(t *testing.T) {
 	if _, err := proxied.Order(ctx, "SILENT-IO-1"); err != nil { // a pooled connection
 		t.Fatal(err)
 	}
-	proxy.Silence()
+	proxy.Freeze(true)
 	start := time.Now()
 	_, err := proxied.Order(ctx, "SILENT-IO-1")
 	checkBounded(t, "a read without a deadline", err, start, ioTimeout)
-	proxy.Resume()
+	proxy.Freeze(false)
 }

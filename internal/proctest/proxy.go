@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"testing"
@@ -15,6 +16,10 @@ type Proxy struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	frozen bool
+	// After a connection sent first, the proxy freezes when it sends
+	// then; triggered is closed at that moment.
+	first, then []byte
+	triggered   chan struct{}
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
@@ -42,6 +47,19 @@ func (p *Proxy) Freeze(frozen bool) {
 	p.cond.Broadcast()
 }
 
+// FreezeAfter freezes the proxy the moment a connection that has sent
+// first sends then (first picks the connection: a statement only the
+// request under test runs). That chunk still reaches the server; its
+// answer does not. The channel is closed when it happens. MySQL's COMMIT
+// is "\x03COMMIT" (COM_QUERY).
+func (p *Proxy) FreezeAfter(first, then []byte) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.first, p.then = first, then
+	p.triggered = make(chan struct{})
+	return p.triggered
+}
+
 func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -55,22 +73,31 @@ func (p *Proxy) accept() {
 				return
 			}
 			defer up.Close()
-			go p.pipe(up, c)
-			p.pipe(c, up)
+			go p.pipe(up, c, true)
+			p.pipe(c, up, false)
 		}()
 	}
 }
 
 // pipe copies src to dst, holding each chunk while the proxy is frozen.
-func (p *Proxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	defer dst.Close()
 	buf := make([]byte, 32<<10)
+	armed := false // this connection sent p.first
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
 			for p.frozen {
 				p.cond.Wait()
+			}
+			if fromClient && p.first != nil {
+				armed = armed || bytes.Contains(buf[:n], p.first)
+				if armed && bytes.Contains(buf[:n], p.then) {
+					// Frozen before the chunk leaves, so its answer is held.
+					p.frozen, p.first, p.then = true, nil, nil
+					close(p.triggered)
+				}
 			}
 			p.mu.Unlock()
 			if _, werr := dst.Write(buf[:n]); werr != nil {
