@@ -174,6 +174,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		// A malformed value does not hide the missing ones: all at once.
 		{name: "MalformedAndMissing", environ: []string{"NOTIFY_TIMEOUT=4", "DB_MAX_OPEN_CONNS=many"},
 			want: []string{"NOTIFY_TIMEOUT", "DB_MAX_OPEN_CONNS", "ALIPAY_APP_ID", "ALIPAY_SELLER_ID", "ALIPAY_APP_PRIVATE_KEY", "ALIPAY_PUBLIC_KEY"}},
+		{name: "BadStreamReplicas", environ: []string{"NATS_STREAM_REPLICAS=7"}, want: []string{"NATS_STREAM_REPLICAS"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -259,7 +259,7 @@ func consumeCmd(ctx context.Context, env environment) error {
 		return err
 	}
 	defer store.Close()
-	b, err := broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log)
+	b, err := broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log, broker.Replicas(cfg.NATSStreamReplicas))
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 		log.Warn(service.ErrNoBroker.Error())
 	} else {
 		var err error
-		if b, err = broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log); err != nil {
+		if b, err = broker.Connect(ctx, cfg.NATSURL, broker.DefaultStream, broker.DefaultPrefix, log,
+			broker.Replicas(cfg.NATSStreamReplicas)); err != nil {
 			return nil, err
 		}
 		relay := service.NewRelay(store, b, log)
@@ -49,7 +50,7 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 			m.published.WithLabelValues("failed").Add(float64(failed))
 		}
 		jobs = append(jobs, relay.Job())
-		log.Info("outbox relay started", "nats", cfg.NATSURL, "stream", broker.DefaultStream)
+		log.Info("outbox relay started", "nats", broker.Redact(cfg.NATSURL), "stream", broker.DefaultStream, "replicas", cfg.NATSStreamReplicas)
 	}
 
 	wctx, cancel := context.WithCancel(context.Background())

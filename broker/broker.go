@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,7 +27,36 @@ const (
 	// dedupWindow: JetStream drops a message whose Nats-Msg-Id it saw this
 	// recently. Consumers de-duplicate anyway, for anything older.
 	dedupWindow = 2 * time.Minute
+	// ackTimeout bounds the wait for one PubAck. An ack can be lost when a
+	// node dies or the stream's leader moves; the publish is then sent
+	// again, under the same Nats-Msg-Id, instead of waiting out the
+	// caller's whole deadline.
+	ackTimeout = 2 * time.Second
+	// pullExpiry is how long one pull request of the consumer waits on the
+	// server. Heartbeats come at half of it, and two missing ones make the
+	// client pull again: after a consumer leader is lost, delivery resumes
+	// within about this long (the client's default, 30 s, is an outage).
+	pullExpiry = 5 * time.Second
+	// ackWait is how long JetStream waits for an ack before delivering a
+	// message again. Acks sent while a consumer's leader is being replaced
+	// are lost, and those messages come back after ackWait (duplicates the
+	// handler recognises): short enough that a node lost costs seconds, and
+	// longer than handleTimeout, so a handler still working is not raced
+	// by its own redelivery.
+	ackWait = 10 * time.Second
+	// handleTimeout bounds one handler call (one booking transaction).
+	handleTimeout = 5 * time.Second
 )
+
+// Option changes how Connect sets up the stream.
+type Option func(*JetStream)
+
+// Replicas sets how many servers of a JetStream cluster keep the stream
+// (and its consumers): 1 on a single server, 3 to survive the loss of one
+// node of a three-node cluster. Below 1 means 1.
+func Replicas(n int) Option {
+	return func(b *JetStream) { b.replicas = max(n, 1) }
+}
 
 // JetStream is a connection to NATS with the paynotify stream in place.
 type JetStream struct {
@@ -33,12 +64,17 @@ type JetStream struct {
 	js     jetstream.JetStream
 	stream string
 	prefix string
-	log    *slog.Logger
+	// replicas is the stream's replica count.
+	replicas int
+	log      *slog.Logger
 }
 
 // Connect dials url, keeps reconnecting for as long as the process lives,
 // and creates (or updates) the stream: subjects <prefix>.<event type>.
-func Connect(ctx context.Context, url, stream, prefix string, log *slog.Logger) (*JetStream, error) {
+// url may list several servers, separated by commas (the servers of a
+// cluster): the client connects to one, learns the others from it, and
+// moves to another when its server goes away.
+func Connect(ctx context.Context, url, stream, prefix string, log *slog.Logger, opts ...Option) (*JetStream, error) {
 	nc, err := nats.Connect(url,
 		nats.Name("paynotify"),
 		nats.MaxReconnects(-1),
@@ -48,14 +84,17 @@ func Connect(ctx context.Context, url, stream, prefix string, log *slog.Logger) 
 		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats reconnected") }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("nats %s: %w", url, err)
+		return nil, fmt.Errorf("nats %s: %w", Redact(url), err)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(ackTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	b := &JetStream{nc: nc, js: js, stream: stream, prefix: prefix, log: log}
+	b := &JetStream{nc: nc, js: js, stream: stream, prefix: prefix, replicas: 1, log: log}
+	for _, o := range opts {
+		o(b)
+	}
 	if err := b.ensureStream(ctx); err != nil {
 		// The broker may be down at start: the relay retries publishing, and
 		// creates the stream once it answers.
@@ -72,6 +111,7 @@ func (b *JetStream) ensureStream(ctx context.Context) error {
 		Subjects:   []string{b.prefix + ".>"},
 		Storage:    jetstream.FileStorage,
 		Duplicates: dedupWindow,
+		Replicas:   b.replicas,
 	})
 	return err
 }
@@ -84,45 +124,102 @@ func (b *JetStream) Subject(t model.EventType) string { return b.prefix + "." + 
 
 // Publish sends events and waits for JetStream to acknowledge each,
 // returning one error per event (nil: stored, or dropped as a duplicate of
-// one stored). The event id is the Nats-Msg-Id.
+// one stored). The event id is the Nats-Msg-Id, so an event whose ack did
+// not come — a node died, the stream's leader moved and a new one is being
+// elected — is sent again, until ctx ends, and still stored once.
 func (b *JetStream) Publish(ctx context.Context, events []model.Event) []error {
 	errs := make([]error, len(events))
-	if !b.nc.IsConnected() {
-		// Fail fast: the relay backs off and retries; waiting out the
-		// reconnect here would only hold its round.
-		for i := range errs {
-			errs[i] = fmt.Errorf("nats: %w", nats.ErrDisconnected)
-		}
-		return errs
+	todo := make([]int, len(events))
+	for i := range todo {
+		todo[i] = i
 	}
-	futures := make([]jetstream.PubAckFuture, len(events))
-	for i, ev := range events {
+	wait := retryWait
+	for {
+		if !b.nc.IsConnected() {
+			// Fail fast: the relay backs off and retries; waiting out the
+			// reconnect here would only hold its round.
+			for _, i := range todo {
+				errs[i] = fmt.Errorf("nats: %w", nats.ErrDisconnected)
+			}
+			return errs
+		}
+		b.publish(ctx, events, todo, errs)
+		if anyStreamMissing(errs) {
+			if err := b.ensureStream(ctx); err != nil {
+				b.log.Warn("jetstream stream not ready", "err", err)
+			}
+		}
+		todo = slices.DeleteFunc(todo, func(i int) bool { return !transient(errs[i]) })
+		if len(todo) == 0 {
+			return errs
+		}
+		select {
+		case <-ctx.Done():
+			return errs
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}
+
+// The pause before publishing again what failed for a passing reason,
+// doubling up to maxRetryWait.
+const (
+	retryWait    = 100 * time.Millisecond
+	maxRetryWait = time.Second
+)
+
+// publish sends events[i] for each i in todo and records each one's
+// outcome in errs[i].
+func (b *JetStream) publish(ctx context.Context, events []model.Event, todo []int, errs []error) {
+	futures := make(map[int]jetstream.PubAckFuture, len(todo))
+	for _, i := range todo {
+		ev := events[i]
 		data, err := json.Marshal(ev)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
 		msg := &nats.Msg{Subject: b.Subject(ev.Type), Data: data, Header: nats.Header{}}
-		futures[i], errs[i] = b.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(b.stream))
+		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(b.stream))
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		futures[i] = f
 	}
-	for i, f := range futures {
+	for _, i := range todo {
+		f := futures[i]
 		if f == nil {
 			continue
 		}
 		select {
 		case <-f.Ok():
+			errs[i] = nil
 		case err := <-f.Err():
 			errs[i] = err
 		case <-ctx.Done():
 			errs[i] = ctx.Err()
 		}
 	}
-	if anyStreamMissing(errs) {
-		if err := b.ensureStream(ctx); err != nil {
-			b.log.Warn("jetstream stream not ready", "err", err)
-		}
+}
+
+// transient reports whether err may pass by itself: no ack in time, no
+// stream answering (a leader election, a node restarting), JetStream
+// temporarily unavailable. Anything else, and the caller's own deadline,
+// is not worth repeating within this call.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503
 	}
-	return errs
+	return false
 }
 
 func anyStreamMissing(errs []error) bool {
@@ -132,6 +229,24 @@ func anyStreamMissing(errs []error) bool {
 		}
 	}
 	return false
+}
+
+// Redact returns a NATS URL list without the credentials any URL carries
+// (nats://user:password@host, nats://token@host), for logs.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if at := strings.LastIndex(p, "@"); at >= 0 {
+			scheme := ""
+			if k := strings.Index(p, "://"); k >= 0 && k < at {
+				scheme = p[:k+3]
+			}
+			p = scheme + p[at+1:]
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ",")
 }
 
 // Handler handles one event and returns nil only once its effect is
@@ -157,7 +272,7 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 				Durable:       durable,
 				FilterSubject: b.prefix + ".>",
 				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       30 * time.Second,
+				AckWait:       ackWait,
 				MaxDeliver:    -1,
 				DeliverPolicy: jetstream.DeliverAllPolicy,
 			})
@@ -173,7 +288,30 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 		case <-time.After(time.Second):
 		}
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
+	cc, err := cons.Consume(b.handle(ctx, wanted, handle),
+		jetstream.PullExpiry(pullExpiry),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			// Missed heartbeats, a consumer leader lost: the client pulls
+			// again by itself; this is only for the operator.
+			b.log.Warn("jetstream consumer", "durable", durable, "err", err)
+		}))
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	if b.nc.IsConnected() {
+		cc.Drain() // finish what is buffered; unacked messages are redelivered anyway
+	} else {
+		cc.Stop() // nothing to drain towards: don't wait on a broker that is down
+	}
+	<-cc.Closed()
+	return nil
+}
+
+// handle is the message handler of Consume: decode, hand over, and
+// acknowledge only after handle has committed.
+func (b *JetStream) handle(ctx context.Context, wanted map[model.EventType]bool, handle Handler) jetstream.MessageHandler {
+	return func(msg jetstream.Msg) {
 		var ev model.Event
 		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.ID == "" {
 			// Not ours to understand: redelivering it would not help.
@@ -185,7 +323,10 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 			_ = msg.Ack()
 			return
 		}
-		if err := handle(ctx, ev); err != nil {
+		hctx, cancel := context.WithTimeout(ctx, handleTimeout)
+		err := handle(hctx, ev)
+		cancel()
+		if err != nil {
 			// Never dropped: redelivered, later and later, and loudly once it
 			// has failed a few times (an operator has to look).
 			delay, level := 2*time.Second, slog.LevelWarn
@@ -201,16 +342,5 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 			// which the handler recognises.
 			b.log.Warn("ack lost", "event_id", ev.ID, "err", err)
 		}
-	})
-	if err != nil {
-		return err
 	}
-	<-ctx.Done()
-	if b.nc.IsConnected() {
-		cc.Drain() // finish what is buffered; unacked messages are redelivered anyway
-	} else {
-		cc.Stop() // nothing to drain towards: don't wait on a broker that is down
-	}
-	<-cc.Closed()
-	return nil
 }

@@ -385,3 +385,16 @@ func TestConsumerResumesWhereItStopped(t *testing.T) {
 		t.Fatalf("handled events, by id (-want +got):\n%s", diff)
 	}
 }
+
+// A URL list is logged without the credentials a URL may carry.
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://user:secret@a:4222, nats://tok3n@b:4222,c:4222", "nats://a:4222,nats://b:4222,c:4222"},
+		{"user:p@ss@host:4222", "host:4222"},
+	} {
+		if got := broker.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

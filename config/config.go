@@ -41,8 +41,12 @@ type Config struct {
 	OrderCloseBatch    int           `env:"ORDER_CLOSE_BATCH" envDefault:"100"`
 
 	// NATSURL is the broker the outbox relay publishes to; unset, events
-	// wait in the outbox.
+	// wait in the outbox. Several servers (a cluster) are separated by
+	// commas.
 	NATSURL string `env:"NATS_URL"`
+	// NATSStreamReplicas is how many servers of a JetStream cluster keep
+	// the event stream: 1 for a single server, 3 for a three-node cluster.
+	NATSStreamReplicas int `env:"NATS_STREAM_REPLICAS" envDefault:"1"`
 	// AdminToken guards /admin; unset, the admin views are off.
 	AdminToken string `env:"ADMIN_TOKEN"`
 	// ConsoleOperators names the console's operators with their bcrypt
@@ -140,6 +144,7 @@ func Load(environ []string) (Config, error) {
 	} else {
 		c.Operators = ops
 	}
+	check("NATS_STREAM_REPLICAS", c.NATSStreamReplicas >= 1 && c.NATSStreamReplicas <= 5, "1 to 5 (JetStream keeps at most 5 replicas)", false)
 	check("CONSOLE_SESSION_TTL", c.ConsoleSessionTTL >= time.Minute, "at least 1m", false)
 	positive("ORDER_PAY_TIMEOUT", c.OrderPayTimeout > 0)
 	positive("ORDER_CLOSE_INTERVAL", c.OrderCloseInterval > 0)
@@ -237,6 +242,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("order_api", c.APIJWTSecret != ""),
 		slog.Duration("order_pay_timeout", c.OrderPayTimeout),
 		slog.Bool("nats", c.NATSURL != ""),
+		slog.Int("nats_stream_replicas", c.NATSStreamReplicas),
 		slog.Bool("admin", c.AdminToken != ""),
 		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),

@@ -97,6 +97,7 @@ func JetStream(tb testing.TB, url string) jetstream.JetStream {
 // connected to it outlive a restart.
 type Server struct {
 	*proctest.Process
+	name string // the node's server name, in a cluster
 }
 
 // Start runs a private nats-server on a free port and waits until it
@@ -104,7 +105,7 @@ type Server struct {
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	dir := tb.TempDir()
-	return &Server{proctest.Start(tb, proctest.Spec{
+	return &Server{Process: proctest.Start(tb, proctest.Spec{
 		Name:   "nats-server",
 		Binary: Binary,
 		Args: func(port int) []string {
@@ -116,6 +117,9 @@ func Start(tb testing.TB) *Server {
 
 // URL is where clients reach the server.
 func (s *Server) URL() string { return "nats://" + s.Addr() }
+
+// Name is the node's server name in a cluster (n1, n2, ...).
+func (s *Server) Name() string { return s.name }
 
 func randomID() string {
 	var b [6]byte

@@ -49,7 +49,7 @@ func Start(tb testing.TB, spec Spec) *Process {
 	if _, err := os.Stat(spec.Binary); err != nil {
 		Unavailable(tb, spec.Name, fmt.Sprintf("no %s (%v): install %s to run this test", spec.Binary, err, spec.Name))
 	}
-	p := &Process{tb: tb, spec: spec, port: freePort(tb)}
+	p := &Process{tb: tb, spec: spec, port: FreePort(tb)}
 	tb.Cleanup(p.Stop)
 	p.Start()
 	return p
@@ -135,8 +135,9 @@ func Dial(addr string, timeout time.Duration) error {
 	return conn.Close()
 }
 
-// freePort asks the kernel for a port nobody listens on.
-func freePort(tb testing.TB) int {
+// FreePort asks the kernel for a port nobody listens on now: for a
+// server's second port (a cluster port, say), which Spec.Args names.
+func FreePort(tb testing.TB) int {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
