@@ -2,33 +2,16 @@ package service_test
 
 import (
 	"testing"
+
+	"paynotify/internal/racetest"
 )
 
-// maxRaceRounds bounds how many rounds raceBothWays runs to see both
-// outcomes. A round usually shows both; a side still missing after this
-// many has not raced at all.
-const maxRaceRounds = 20
+// maxRaceRounds bounds how many rounds raceBothWays runs.
+const maxRaceRounds = racetest.MaxRounds
 
 // raceBothWays runs rounds of a race that has two legal outcomes until
-// both have happened, and fails the test if one never does: a race test
-// that only ever sees one side has not raced. round(t, r) runs round r
-// (fresh rows, names made with r), checks the invariant of every case it
-// raced, and says how many ended each way. It stops at the first round
-// that failed.
+// both have happened (racetest.BothWays).
 func raceBothWays(t *testing.T, first, second string, round func(t *testing.T, r int) (firstN, secondN int)) {
 	t.Helper()
-	var a, b int
-	for r := range maxRaceRounds {
-		x, y := round(t, r)
-		a, b = a+x, b+y
-		if t.Failed() {
-			return
-		}
-		if a > 0 && b > 0 {
-			t.Logf("%d %s, %d %s in %d round(s)", a, first, b, second, r+1)
-			return
-		}
-	}
-	t.Fatalf("after %d rounds: %d %s, %d %s; one legal outcome never happened, so the race was never run",
-		maxRaceRounds, a, first, b, second)
+	racetest.BothWays(t, first, second, round)
 }

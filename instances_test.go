@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/alipay"
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/handler"
+	"paynotify/internal/racetest"
+	"paynotify/model"
+)
+
+// runAsMain, set in a process's environment, makes the test binary run
+// the program itself (main) instead of the tests: how a test starts
+// paynotify in processes of its own without building it again.
+const runAsMain = "PAYNOTIFY_TEST_RUN_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsMain) == "1" {
+		main() // exits
+	}
+	os.Exit(m.Run())
+}
+
+// instance is `paynotify serve` running in a process of its own.
+type instance struct {
+	base string // http://127.0.0.1:port
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+}
+
+// startInstance runs `paynotify serve` with environ (and nothing else) in
+// a new process on a free loopback port, waits until it listens, and
+// stops it with SIGTERM when the test ends. It may run in a goroutine of
+// the test's, so it returns its error instead of failing the test.
+func startInstance(t *testing.T, environ []string) (*instance, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "serve")
+	// LOG_LEVEL INFO at least: the "listening" line says where.
+	cmd.Env = append([]string{runAsMain + "=1", "HTTP_ADDR=127.0.0.1:0"}, append(environ, "LOG_LEVEL=INFO")...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout = in.log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	// The JSON log's "listening" line names the port the kernel gave.
+	addr := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			fmt.Fprintln(in.log, s.Text())
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(s.Bytes(), &line) == nil && line.Msg == "listening" {
+				addr <- line.Addr
+			}
+		}
+		_ = cmd.Wait()
+		close(in.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-in.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-in.done
+			t.Errorf("serve did not stop on SIGTERM:\n%s", in.log)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 0 && !t.Failed() {
+			t.Errorf("serve exited %d:\n%s", code, in.log)
+		}
+	})
+	select {
+	case a := <-addr:
+		in.base = "http://" + a
+		return in, nil
+	case <-in.done:
+		return nil, fmt.Errorf("serve exited before listening:\n%s", in.log)
+	case <-time.After(60 * time.Second):
+		return nil, fmt.Errorf("serve not listening after 60s:\n%s", in.log)
+	}
+}
+
+// twoInstances is two `serve` processes on one MariaDB database, with
+// what a test needs to drive them: signed notifications and member
+// tokens they accept, and the store behind both.
+type twoInstances struct {
+	inst      [2]*instance
+	store     *dao.Store
+	alipayKey string // signs notifications as Alipay
+	token     string // member 1's bearer token
+	client    *http.Client
+}
+
+const (
+	instancesAppID    = "2021000000000088"
+	instancesSellerID = "2088000000000088"
+	instancesMember   = 1
+)
+
+func startTwoInstances(t *testing.T) *twoInstances {
+	t.Helper()
+	dsn := daotest.MySQLDatabase(t)
+	appKey, _ := newKeyPair(t)
+	alipayKey, alipayPub := newKeyPair(t)
+	secret := "instances-test-jwt-secret-0123456789abcdef"
+	environ := []string{
+		"DB_DRIVER=mysql", "DB_DSN=" + dsn, "DB_MAX_OPEN_CONNS=16",
+		"ALIPAY_APP_ID=" + instancesAppID, "ALIPAY_SELLER_ID=" + instancesSellerID,
+		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub,
+		"API_JWT_SECRET=" + secret,
+		// Nothing in the background changes the orders under the races.
+		"ORDER_PAY_TIMEOUT=24h", "ALIPAY_JOBS_INTERVAL=1h",
+	}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverMySQL, dsn, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	token, err := handler.MemberToken([]byte(secret), instancesMember, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti := &twoInstances{store: store, alipayKey: alipayKey, token: token,
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	// Started together: each takes a while to come up under -race.
+	var (
+		wg   sync.WaitGroup
+		errs [2]error
+	)
+	for i := range ti.inst {
+		wg.Go(func() { ti.inst[i], errs[i] = startInstance(t, environ) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("instance %d: %v", i, err)
+		}
+	}
+	return ti
+}
+
+// order creates an order of member 1 awaiting amount.
+func (ti *twoInstances) order(t *testing.T, sn, amount string) {
+	t.Helper()
+	if _, err := ti.store.CreateOrder(context.Background(), sn, instancesMember, decimal.RequireFromString(amount)); err != nil {
+		t.Fatalf("create order %s: %v", sn, err)
+	}
+}
+
+// notification is Alipay's signed TRADE_SUCCESS for trade paying sn.
+func (ti *twoInstances) notification(t *testing.T, sn, trade, amount string) string {
+	t.Helper()
+	form := url.Values{
+		"app_id": {instancesAppID}, "seller_id": {instancesSellerID}, "notify_id": {"n-" + trade},
+		"notify_type": {"trade_status_sync"}, "trade_status": {"TRADE_SUCCESS"}, "out_trade_no": {sn},
+		"trade_no": {trade}, "total_amount": {amount}, "gmt_payment": {"2026-11-30 14:00:00"},
+	}
+	signed, err := alipay.SignForm(ti.alipayKey, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed.Encode()
+}
+
+// notify posts a notification to instance i and returns the answer.
+func (ti *twoInstances) notify(i int, body string) (string, error) {
+	resp, err := ti.client.Post(ti.inst[i].base+"/alipay/notify", "application/x-www-form-urlencoded; charset=utf-8", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// cancel asks instance i to cancel sn for member 1, through the order API,
+// and returns the HTTP status.
+func (ti *twoInstances) cancel(i int, sn string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, ti.inst[i].base+"/api/v1/orders/"+sn+"/cancel", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+ti.token)
+	resp, err := ti.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// state reads sn back: the order and its payments.
+func (ti *twoInstances) state(t *testing.T, sn string) (model.Order, []model.Payment) {
+	t.Helper()
+	o, err := ti.store.Order(context.Background(), sn)
+	if err != nil {
+		t.Fatalf("read order %s: %v", sn, err)
+	}
+	ps, err := ti.store.PaymentsByOrder(context.Background(), o.ID)
+	if err != nil {
+		t.Fatalf("payments of %s: %v", sn, err)
+	}
+	return o, ps
+}
+
+// together runs f(0) … f(n-1) at once and waits for all of them.
+func together(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() { <-start; f(i) })
+	}
+	close(start)
+	wg.Wait()
+}
+
+// The notify races of service/payment_test.go, across two `serve`
+// processes on one MariaDB database instead of two pools in one process:
+// what makes each of them safe is the database, not anything the
+// processes share.
+func TestNotifyRacesAcrossTwoInstances(t *testing.T) {
+	ti := startTwoInstances(t)
+
+	// Hundreds of copies of one notification, half to each instance: one
+	// APPLIED payment, the order paid once, every copy answered success.
+	t.Run("IdenticalNotifications", func(t *testing.T) {
+		ti.order(t, "INST-STORM", "100.00")
+		body := ti.notification(t, "INST-STORM", "T-INST-STORM", "100.00")
+		const n = 300
+		answers, errs := make([]string, n), make([]error, n)
+		together(n, func(i int) { answers[i], errs[i] = ti.notify(i%2, body) })
+		for i := range n {
+			if errs[i] != nil || answers[i] != "success" {
+				t.Fatalf("copy %d (instance %d): %q, %v", i, i%2, answers[i], errs[i])
+			}
+		}
+		o, ps := ti.state(t, "INST-STORM")
+		if o.Status != model.OrderPaid || len(ps) != 1 || ps[0].State != model.PaymentApplied {
+			t.Fatalf("order status %d, payments %+v; want paid by one APPLIED payment", o.Status, ps)
+		}
+	})
+
+	// Two trades for one order, trade a to one instance and trade b to the
+	// other: one APPLIED, the other REFUND_PENDING (ALREADY_PAID), until
+	// each instance has won.
+	t.Run("TwoTradesOneOrder", func(t *testing.T) {
+		racetest.BothWays(t, "paid through instance 0", "paid through instance 1", func(t *testing.T, r int) (firstN, secondN int) {
+			const orders = 40
+			sns := make([]string, orders)
+			bodies := make([]string, 2*orders)
+			for k := range sns {
+				sns[k] = fmt.Sprintf("INST-TRADES-%d-%d", r, k)
+				ti.order(t, sns[k], "10.00")
+				bodies[2*k] = ti.notification(t, sns[k], sns[k]+"-a", "10.00")
+				bodies[2*k+1] = ti.notification(t, sns[k], sns[k]+"-b", "10.00")
+			}
+			answers, errs := make([]string, 2*orders), make([]error, 2*orders)
+			// Request j: trade a (j even) to instance 0, trade b to instance 1.
+			together(2*orders, func(j int) { answers[j], errs[j] = ti.notify(j%2, bodies[j]) })
+			for j := range answers {
+				if errs[j] != nil || answers[j] != "success" {
+					t.Fatalf("%s trade %c: %q, %v", sns[j/2], 'a'+j%2, answers[j], errs[j])
+				}
+			}
+			for _, sn := range sns {
+				o, ps := ti.state(t, sn)
+				states := map[model.PaymentState]int{}
+				applied := ""
+				for _, p := range ps {
+					states[p.State]++
+					if p.State == model.PaymentApplied {
+						applied = p.TradeNo
+					}
+					if p.State == model.PaymentRefundPending && p.Reason != model.RefundAlreadyPaid {
+						t.Fatalf("%s: refund reason %q", sn, p.Reason)
+					}
+				}
+				if o.Status != model.OrderPaid || len(ps) != 2 || states[model.PaymentApplied] != 1 || states[model.PaymentRefundPending] != 1 {
+					t.Fatalf("%s: status %d, payments %v; want paid, one APPLIED and one REFUND_PENDING", sn, o.Status, states)
+				}
+				if applied == sn+"-a" {
+					firstN++
+				} else {
+					secondN++
+				}
+			}
+			return firstN, secondN
+		})
+	})
+
+	// The member's cancel (POST /api/v1/orders/{sn}/cancel) to one
+	// instance racing the payment's notification to the other: paid with
+	// the cancel refused (409), or closed with the money REFUND_PENDING
+	// (ORDER_CLOSED) and the cancel done — never both, never money dropped.
+	t.Run("CancelRacesPayment", func(t *testing.T) {
+		racetest.BothWays(t, "paid first", "cancelled first", func(t *testing.T, r int) (paidN, closedN int) {
+			const orders = 60
+			sns := make([]string, orders)
+			bodies := make([]string, orders)
+			for k := range sns {
+				sns[k] = fmt.Sprintf("INST-CLOSE-%d-%d", r, k)
+				ti.order(t, sns[k], "5.00")
+				bodies[k] = ti.notification(t, sns[k], "T-"+sns[k], "5.00")
+			}
+			statuses, cancelErrs := make([]int, orders), make([]error, orders)
+			answers, notifyErrs := make([]string, orders), make([]error, orders)
+			// Order k: the cancel to instance k%2, the notification to the
+			// other one.
+			together(2*orders, func(j int) {
+				k := j / 2
+				if j%2 == 0 {
+					statuses[k], cancelErrs[k] = ti.cancel(k%2, sns[k])
+				} else {
+					answers[k], notifyErrs[k] = ti.notify(1-k%2, bodies[k])
+				}
+			})
+			for k, sn := range sns {
+				if notifyErrs[k] != nil || answers[k] != "success" {
+					t.Fatalf("%s: notify: %q, %v", sn, answers[k], notifyErrs[k])
+				}
+				if cancelErrs[k] != nil {
+					t.Fatalf("%s: cancel: %v", sn, cancelErrs[k])
+				}
+				o, ps := ti.state(t, sn)
+				if len(ps) != 1 {
+					t.Fatalf("%s: %d payments, want 1", sn, len(ps))
+				}
+				switch {
+				case o.Status == model.OrderPaid && ps[0].State == model.PaymentApplied:
+					paidN++
+					if statuses[k] != http.StatusConflict {
+						t.Fatalf("%s: paid, but the cancel answered %d", sn, statuses[k])
+					}
+				case o.Status == model.OrderClosed && ps[0].State == model.PaymentRefundPending && ps[0].Reason == model.RefundOrderClosed:
+					closedN++
+					if statuses[k] != http.StatusOK {
+						t.Fatalf("%s: closed, but the cancel answered %d", sn, statuses[k])
+					}
+				default:
+					t.Fatalf("%s: order status %d with payment %s/%s", sn, o.Status, ps[0].State, ps[0].Reason)
+				}
+			}
+			return paidN, closedN
+		})
+	})
+	if t.Failed() {
+		for i, in := range ti.inst {
+			t.Logf("instance %d log:\n%s", i, in.log)
+		}
+	}
+}
