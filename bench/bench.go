@@ -181,18 +181,35 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	}
 	defer tuned.Close()
 
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	b.progress("starting paynotify serve on %s", addr)
-	svc, err := startProcess(ctx, b.bin, []string{"serve"}, b.serviceEnv(addr), addr, filepath.Join(b.tmp, "serve.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer svc.stop()
+	// -instances serve processes on the one service database, driven
+	// round-robin: as behind a load balancer.
 	meter := newCPUMeter()
-	meter.watch("service", svc.cmd.Process.Pid)
+	var (
+		addrs []string
+		svcs  []*process
+	)
+	defer func() {
+		for _, svc := range svcs {
+			svc.stop()
+		}
+	}()
+	for k := range b.opt.instances {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		b.progress("starting paynotify serve on %s", addr)
+		logName := "serve.log"
+		if k > 0 {
+			logName = fmt.Sprintf("serve-%d.log", k+1)
+		}
+		svc, err := startProcess(ctx, b.bin, []string{"serve"}, b.serviceEnv(addr), addr, filepath.Join(b.tmp, logName))
+		if err != nil {
+			return nil, err
+		}
+		svcs, addrs = append(svcs, svc), append(addrs, addr)
+		meter.watch("service", svc.cmd.Process.Pid)
+	}
 
 	rep := &report{opt: b.opt}
 	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
@@ -231,13 +248,13 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					sent += per
-					warm, meas = notifyOps(addr, bodies, seq(0, w)), notifyOps(addr, bodies, seq(w, per))
+					warm, meas = notifyOps(addrs, bodies, seq(0, w)), notifyOps(addrs, bodies, seq(w, per))
 				case kindDuplicate:
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.
 					seed := 100*c + attempt
-					warm = notifyOps(addr, bodies, shuffled(seq(0, w), seed))
-					meas = notifyOps(addr, bodies, shuffled(seq(w, per), seed+50))
+					warm = notifyOps(addrs, bodies, shuffled(seq(0, w), seed))
+					meas = notifyOps(addrs, bodies, shuffled(seq(w, per), seed+50))
 				}
 				cel, err := b.runCell(ctx, meter, rep, c, kind, warm, meas)
 				if err != nil {
@@ -253,11 +270,15 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 			}
 		}
 	}
-	if rep.peakRSS, err = svc.peakRSS(); err != nil {
-		return nil, err
-	}
-	if err := svc.stop(); err != nil {
-		b.progress("service stop: %v", err)
+	for _, svc := range svcs {
+		rss, err := svc.peakRSS()
+		if err != nil {
+			return nil, err
+		}
+		rep.peakRSS = max(rep.peakRSS, rss) // per instance: the largest
+		if err := svc.stop(); err != nil {
+			b.progress("service stop: %v", err)
+		}
 	}
 	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ const clockTicks = 100
 // tool and everything else, from /proc. Everything else is other work on
 // the machine, which would distort a cell; the report shows it.
 type cpuMeter struct {
-	pids map[string]int // "service", "mariadb", "tool"
+	pids map[string][]int // "service" (one per instance), "mariadb", "tool"
 }
 
 // cpuSnap is a reading of the meter.
@@ -35,20 +35,25 @@ type cpuUse struct {
 }
 
 func newCPUMeter() *cpuMeter {
-	m := &cpuMeter{pids: map[string]int{"tool": os.Getpid()}}
+	m := &cpuMeter{pids: map[string][]int{"tool": {os.Getpid()}}}
 	if pid, ok := findProcess("mariadbd", "mysqld"); ok {
-		m.pids["mariadb"] = pid
+		m.pids["mariadb"] = []int{pid}
 	}
 	return m
 }
 
-func (m *cpuMeter) watch(name string, pid int) { m.pids[name] = pid }
+// watch accounts pid's CPU time to name, with the other processes of that
+// name (the instances of the service).
+func (m *cpuMeter) watch(name string, pid int) { m.pids[name] = append(m.pids[name], pid) }
 
 func (m *cpuMeter) snap() cpuSnap {
 	s := cpuSnap{at: time.Now(), procs: map[string]int64{}}
 	s.busy, _ = machineBusy()
-	for name, pid := range m.pids {
-		s.procs[name], _ = processTicks(pid)
+	for name, pids := range m.pids {
+		for _, pid := range pids {
+			t, _ := processTicks(pid)
+			s.procs[name] += t
+		}
 	}
 	return s
 }

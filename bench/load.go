@@ -172,11 +172,17 @@ func (c *httpClient) close() {
 }
 
 // notifyOps makes workers that post bodies[order[i]] and want "success".
-func notifyOps(addr string, bodies [][]byte, order []int) func() (op, func(), error) {
+// With several addresses (instances of the service) request i goes to
+// addrs[i % len(addrs)]: round-robin, each worker keeping a connection to
+// every instance.
+func notifyOps(addrs []string, bodies [][]byte, order []int) func() (op, func(), error) {
 	return func() (op, func(), error) {
-		c := newHTTPClient(addr, "/alipay/notify")
+		clients := make([]*httpClient, len(addrs))
+		for k, addr := range addrs {
+			clients[k] = newHTTPClient(addr, "/alipay/notify")
+		}
 		o := func(ctx context.Context, i int) error {
-			answer, err := c.post(ctx, bodies[order[i]])
+			answer, err := clients[i%len(clients)].post(ctx, bodies[order[i]])
 			if err != nil {
 				return err
 			}
@@ -185,7 +191,12 @@ func notifyOps(addr string, bodies [][]byte, order []int) func() (op, func(), er
 			}
 			return nil
 		}
-		return o, c.close, nil
+		closeAll := func() {
+			for _, c := range clients {
+				c.close()
+			}
+		}
+		return o, closeAll, nil
 	}
 }
 

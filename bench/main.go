@@ -42,20 +42,22 @@ func main() {
 
 // options are the tool's flags.
 type options struct {
-	dsn      string
-	n        int
-	warmup   int
-	levels   []int
-	pool     int
-	profile  string
-	profileN int
-	keep     bool
-	root     string
-	rev      string
-	settle   time.Duration
-	retries  int
-	args     []string // as given, for the report
-	extraEnv envFlags
+	dsn    string
+	n      int
+	warmup int
+	levels []int
+	pool   int
+	// instances is how many serve processes share the service database.
+	instances int
+	profile   string
+	profileN  int
+	keep      bool
+	root      string
+	rev       string
+	settle    time.Duration
+	retries   int
+	args      []string // as given, for the report
+	extraEnv  envFlags
 }
 
 // envFlags collects repeated -env K=V.
@@ -78,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.n, "n", 5000, "measured requests (or transactions) per cell")
 	fs.IntVar(&o.warmup, "warmup", 500, "unmeasured requests before each cell")
 	levels := fs.String("c", "8,32,64", "concurrency levels, comma-separated")
+	fs.IntVar(&o.instances, "instances", 1, "serve processes on the one service database, driven round-robin (each with -pool connections)")
 	fs.IntVar(&o.pool, "pool", 32, "database connections: DB_MAX_OPEN_CONNS of the service and the pool size of both baselines")
 	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof and allocs.pprof to this directory")
 	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
@@ -99,6 +102,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-c: %q is not a concurrency between 1 and 1024", s)
 		}
 		o.levels = append(o.levels, c)
+	}
+	if o.instances < 1 || o.instances > 8 {
+		return o, errors.New("-instances: 1 to 8")
 	}
 	if o.n < 1 || o.profileN < 1 || o.warmup < 0 || o.pool < 1 || o.retries < 0 || o.retries > 20 {
 		return o, errors.New("-n, -profile-n and -pool must be positive, -warmup not negative, -retries 0 to 20")

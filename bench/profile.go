@@ -119,7 +119,7 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 		{kindDuplicate, shuffled(seq(0, w), 7), shuffled(seq(w, per), 8), "cpu-duplicate.pprof"},
 	} {
 		if w > 0 {
-			if _, err := drive(ctx, profileLevel, w, notifyOps(addr, bodies, k.warm)); err != nil {
+			if _, err := drive(ctx, profileLevel, w, notifyOps([]string{addr}, bodies, k.warm)); err != nil {
 				return nil, err
 			}
 		}
@@ -132,7 +132,7 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 			return nil, err
 		}
 		s0 := meter.snap()
-		res, err := drive(ctx, profileLevel, b.opt.profileN, notifyOps(addr, bodies, k.meas))
+		res, err := drive(ctx, profileLevel, b.opt.profileN, notifyOps([]string{addr}, bodies, k.meas))
 		if err != nil {
 			return nil, err
 		}

@@ -110,12 +110,15 @@ func (r *report) find(level int, kind string) (cell, bool) {
 func (r *report) write(w io.Writer) {
 	e := r.env
 	fmt.Fprintf(w, "## paynotify load benchmark, %s\n\n", e.when.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(w, "- command: `%s` (effective: -n %d -warmup %d -c %s -pool %d), paynotify at %s\n",
-		strings.Join(append([]string{"go -C bench run ."}, r.opt.args...), " "), r.opt.n, r.opt.warmup, joinInts(r.opt.levels), r.opt.pool, e.commit)
+	fmt.Fprintf(w, "- command: `%s` (effective: -n %d -warmup %d -c %s -pool %d -instances %d), paynotify at %s\n",
+		strings.Join(append([]string{"go -C bench run ."}, r.opt.args...), " "), r.opt.n, r.opt.warmup, joinInts(r.opt.levels), r.opt.pool, r.opt.instances, e.commit)
 	fmt.Fprintf(w, "- CPU: %s, %d cores (load tool, service and MariaDB share them)\n", e.cpu, e.cores)
 	fmt.Fprintf(w, "- Go: %s (tool), %s (paynotify binary)\n", e.goVersion, e.binGo)
 	fmt.Fprintf(w, "- MariaDB %s, innodb_flush_log_at_trx_commit=%s; kernel %s\n", e.mariadb, e.flushLog, e.kernel)
 	fmt.Fprintf(w, "- pool: %d connections for the service (DB_MAX_OPEN_CONNS) and for each baseline\n", r.opt.pool)
+	if r.opt.instances > 1 {
+		fmt.Fprintf(w, "- service: %d `serve` processes on one database, requests round-robin; service CPU is theirs together, peak RSS the largest one's\n", r.opt.instances)
+	}
 	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n\n", r.opt.n, r.opt.warmup)
 
 	fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails |")
