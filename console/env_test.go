@@ -91,7 +91,7 @@ func only(names ...string) func(*console.Deps) {
 func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	tb.Helper()
 	e := &env{store: store, clock: &clock{t: time.Now()}, payments: service.NewPayments(store), registry: prometheus.NewRegistry()}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(testLog{tb}, nil))
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
 		Log: log, Ops: service.NewOps(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
@@ -114,8 +114,6 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 type client struct {
 	e    *env
 	http *http.Client
-	// last is the body of the last page fetched.
-	last string
 }
 
 func (e *env) client(tb testing.TB) *client {
@@ -148,7 +146,6 @@ func (c *client) do(tb testing.TB, req *http.Request) response {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c.last = string(b)
 	return response{status: res.StatusCode, body: string(b), location: res.Header.Get("Location"), header: res.Header}
 }
 
@@ -184,7 +181,7 @@ func (c *client) mustGet(tb testing.TB, path string, want int) response {
 var (
 	csrfField  = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 	loginField = regexp.MustCompile(`name="login_csrf" value="([0-9a-f]+)"`)
-	keyField   = regexp.MustCompile(`name="key" value="([0-9a-f]+)"`)
+	keyField   = regexp.MustCompile(`name="key" value="([0-9a-f-]+)"`)
 )
 
 // field finds a hidden field's value in body.
@@ -258,4 +255,12 @@ func audits(tb testing.TB, store *dao.Store) []model.Audit {
 		rows[i], rows[j] = rows[j], rows[i]
 	}
 	return rows
+}
+
+// testLog sends the console's log to the test's.
+type testLog struct{ tb testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -38,7 +38,7 @@ func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := randomToken()
+	key, err := formKey()
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -76,7 +76,7 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := randomToken()
+	key, err := formKey()
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -62,6 +63,25 @@ var funcs = template.FuncMap{
 	"add":       func(a, b int) int { return a + b },
 	"sub":       func(a, b int) int { return a - b },
 	"dict":      dict,
+	"keySuffix": keySuffix,
+}
+
+// keySuffix makes one form's key out of its page's: a page with a form
+// per row gives each row's form a key of its own, so resolving one row
+// never counts as a second post of another's form.
+func keySuffix(row any) string {
+	sum := sha256.Sum256([]byte(fmt.Sprint(row)))
+	return "-" + hex.EncodeToString(sum[:])[:15]
+}
+
+// formKey is a page's one-time key for the forms it shows (32 hex digits,
+// leaving room for a keySuffix within model.ValidActKey's 64).
+func formKey() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // dict builds a map from key, value pairs, to hand a sub-template more

@@ -100,7 +100,7 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := randomToken()
+	key, err := formKey()
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -193,7 +193,7 @@ func eventDetail(ev model.Event) string {
 
 type paymentData struct {
 	page
-	Payment model.Payment
+	Payment service.PaymentRow
 	Audit   []model.Audit
 	Key     string
 }
@@ -205,7 +205,7 @@ func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := randomToken()
+	key, err := formKey()
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -56,13 +56,6 @@ func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	return mapErr(err)
 }
 
-// AuditDone reports whether an action key is recorded already.
-func (s *Store) AuditDone(ctx context.Context, key string) (bool, error) {
-	var n int64
-	err := s.db.WithContext(ctx).Model(&auditRecord{}).Where("action_key = ?", key).Count(&n).Error
-	return n > 0, mapErr(err)
-}
-
 // AuditByOrder lists the actions recorded against an order, oldest first.
 func (s *Store) AuditByOrder(ctx context.Context, orderID int64) ([]model.Audit, error) {
 	var recs []auditRecord

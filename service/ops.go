@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"paynotify/dao"
 	"paynotify/model"
@@ -10,10 +11,11 @@ import (
 // Ops is what operators read: the outbox and the journal's totals.
 type Ops struct {
 	store *dao.Store
+	now   func() time.Time
 }
 
 // NewOps returns the operator views over store.
-func NewOps(store *dao.Store) *Ops { return &Ops{store: store} }
+func NewOps(store *dao.Store) *Ops { return &Ops{store: store, now: time.Now} }
 
 // Outbox lists up to limit events in a state, oldest first, and counts all
 // of them.

@@ -79,15 +79,66 @@ func (o *Ops) AuditLog(ctx context.Context, operator string, before int64) ([]mo
 	return o.store.AuditPage(ctx, operator, before, QueuePage)
 }
 
-// Payment reads one payment by trade_no, with what operators did to it.
-func (o *Ops) Payment(ctx context.Context, tradeNo string) (model.Payment, []model.Audit, error) {
+// Payment reads one payment by trade_no, with its order's number and what
+// operators did to it.
+func (o *Ops) Payment(ctx context.Context, tradeNo string) (PaymentRow, []model.Audit, error) {
 	if !model.ValidID(tradeNo) {
-		return model.Payment{}, nil, model.ErrPaymentNotFound
+		return PaymentRow{}, nil, model.ErrPaymentNotFound
 	}
 	p, err := o.store.Payment(ctx, model.ProviderAlipay, tradeNo)
 	if err != nil {
-		return p, nil, err
+		return PaymentRow{}, nil, err
+	}
+	sns, err := o.store.OrderSNs(ctx, []int64{p.OrderID})
+	if err != nil {
+		return PaymentRow{}, nil, err
 	}
 	audit, err := o.store.AuditByTarget(ctx, model.TargetPayment, tradeNo)
-	return p, audit, err
+	return PaymentRow{Payment: p, OrderSN: sns[p.OrderID]}, audit, err
+}
+
+// PaymentRow is a payment as a queue lists it, with its order's number
+// (empty when the order is not there).
+type PaymentRow struct {
+	model.Payment
+	OrderSN string
+}
+
+// PaymentQueue lists one page (from 0) of the payments in a state, oldest
+// first, and counts them all.
+func (o *Ops) PaymentQueue(ctx context.Context, state model.PaymentState, page int) ([]PaymentRow, model.QueueCount, error) {
+	count, err := o.store.PaymentQueue(ctx, state)
+	if err != nil {
+		return nil, count, err
+	}
+	pays, err := o.store.PaymentPage(ctx, state, page*QueuePage, QueuePage)
+	if err != nil {
+		return nil, count, err
+	}
+	ids := make([]int64, len(pays))
+	for i, p := range pays {
+		ids[i] = p.OrderID
+	}
+	sns, err := o.store.OrderSNs(ctx, ids)
+	if err != nil {
+		return nil, count, err
+	}
+	out := make([]PaymentRow, len(pays))
+	for i, p := range pays {
+		out[i] = PaymentRow{Payment: p, OrderSN: sns[p.OrderID]}
+	}
+	return out, count, nil
+}
+
+// Refund reads one refund, with its order's number.
+func (o *Ops) Refund(ctx context.Context, outRequestNo string) (RefundRow, error) {
+	if !model.ValidID(outRequestNo) {
+		return RefundRow{}, model.ErrRefundNotFound
+	}
+	f, err := o.store.Refund(ctx, outRequestNo)
+	if err != nil {
+		return RefundRow{}, err
+	}
+	sns, err := o.store.OrderSNs(ctx, []int64{f.OrderID})
+	return RefundRow{Refund: f, OrderSN: sns[f.OrderID]}, err
 }

@@ -93,20 +93,7 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, p := range pays {
-		enqueued := false
-		err := r.store.UpdateOrder(ctx, dao.OrderID(p.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
-			enqueued = false
-			moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunding)
-			if err != nil || !moved {
-				return err // another worker took it
-			}
-			_, err = tx.InsertRefund(ctx, model.Refund{
-				OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
-				OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
-			})
-			enqueued = err == nil
-			return err
-		})
+		enqueued, err := r.enqueue(ctx, p, nil)
 		if err == nil && enqueued {
 			n++
 		}
@@ -125,6 +112,53 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// enqueue turns one REFUND_PENDING payment into its refund, in a
+// transaction that locks its order first, then the payment; recorded in
+// admin_audit when an operator asks. It reports whether it did (false:
+// another worker, or operator, took it).
+func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) (bool, error) {
+	enqueued := false
+	err := r.store.UpdateOrder(ctx, dao.OrderID(p.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+		enqueued = false
+		f := model.Refund{
+			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
+			OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
+		}
+		if act != nil {
+			// First: a second post of the same form stops here.
+			if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditPaymentRefund,
+				OrderID: &p.OrderID, TargetKind: model.TargetPayment, TargetID: p.TradeNo,
+				Before: string(model.PaymentRefundPending) + " " + string(p.Reason),
+				After:  fmt.Sprintf("%s, refund %s of %s", model.PaymentRefunding, f.OutRequestNo, p.Amount.StringFixed(2)),
+				Note:   act.Note}); err != nil {
+				return err
+			}
+		}
+		moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunding)
+		if err != nil {
+			return err
+		}
+		if !moved {
+			// Another worker, or operator, took it. An operator's action
+			// did nothing: its audit row goes with the rollback.
+			return errNotMoved
+		}
+		if _, err = tx.InsertRefund(ctx, f); err != nil {
+			return err
+		}
+		enqueued = true
+		return nil
+	})
+	if errors.Is(err, errNotMoved) {
+		return false, nil
+	}
+	return enqueued, err
+}
+
+// errNotMoved rolls back a transaction whose compare-and-set found the
+// row changed: nothing to do, nothing to record.
+var errNotMoved = errors.New("compare-and-set found the row changed")
 
 // Execute asks Alipay for one batch of due refunds and records what it
 // learns. It returns how many ended REFUNDED.
@@ -236,6 +270,11 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 // or partial) under an idempotency key: the same key again returns the
 // same refund; never more than was paid minus what was refunded.
 func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.Decimal, reason string) (model.Refund, error) {
+	return r.request(ctx, sn, key, amount, reason, nil)
+}
+
+// request is Request, recorded in admin_audit when an operator acts.
+func (r *Refunds) request(ctx context.Context, sn, key string, amount decimal.Decimal, reason string, act *model.Act) (model.Refund, error) {
 	if !model.ValidIdempotencyKey(key) {
 		return model.Refund{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
 	}
@@ -246,6 +285,9 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 	err := r.store.UpdateOrder(ctx, dao.OrderSN(sn), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 		no := afterSaleRequestNo(order.ID, key)
 		if prev, err := tx.Refund(ctx, no); err == nil {
+			if act != nil {
+				return model.ErrAlreadyDone
+			}
 			if !prev.Amount.Equal(amount) {
 				return model.ErrIdempotencyKeyReused
 			}
@@ -258,24 +300,13 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 		if err != nil {
 			return err
 		}
-		var paid *model.Payment
-		for i := range pays {
-			if pays[i].State == model.PaymentApplied {
-				paid = &pays[i]
-			}
-		}
-		if paid == nil || order.Status == model.OrderAwaitingPayment || order.Status == model.OrderClosed {
-			return fmt.Errorf("%w: %q", model.ErrNothingToRefund, sn)
-		}
 		refunds, err := tx.Refunds(ctx)
 		if err != nil {
 			return err
 		}
-		left := paid.Amount
-		for _, f := range refunds {
-			if f.TradeNo == paid.TradeNo && f.State != model.RefundFailed {
-				left = left.Sub(f.Amount)
-			}
+		paid, left := refundable(order, pays, refunds)
+		if paid == nil {
+			return fmt.Errorf("%w: %q", model.ErrNothingToRefund, sn)
 		}
 		if amount.GreaterThan(left) {
 			return fmt.Errorf("%w: %s asked, %s left of %s paid", model.ErrRefundTooLarge, amount.StringFixed(2), left.StringFixed(2), paid.Amount.StringFixed(2))
@@ -285,8 +316,13 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 			OutTradeNo: paid.OutTradeNo, OrderID: order.ID, Amount: amount, Reason: reason,
 			State: model.RefundRefunding, IdempotencyKey: key,
 		}
-		_, err = tx.InsertRefund(ctx, out)
-		return err
+		if _, err = tx.InsertRefund(ctx, out); err != nil || act == nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOrderRefund,
+			OrderID: &order.ID, TargetKind: model.TargetRefund, TargetID: no,
+			Before: fmt.Sprintf("%s left to refund of %s", left.StringFixed(2), paid.TradeNo),
+			After:  fmt.Sprintf("%s %s", model.RefundRefunding, amount.StringFixed(2)), Note: act.Note})
 	})
 	return out, err
 }

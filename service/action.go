@@ -1,0 +1,183 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Operators' actions from the console. Each is idempotent (the form's
+// one-time key is recorded with it, first, under a unique key: the same
+// form posted twice is model.ErrAlreadyDone the second time), goes through
+// the transaction entry points like every other change (the order locked
+// first), and writes its admin_audit row in that transaction — which a
+// refused change rolls back with it.
+
+// maxNote is the longest note an operator may leave.
+const maxNote = 500
+
+func checkAct(act model.Act, noteRequired bool) error {
+	if act.Operator == "" || !model.ValidActKey(act.Key) {
+		return fmt.Errorf("%w: an action needs an operator and a one-time key", model.ErrInvalidRequest)
+	}
+	if len(act.Note) > maxNote {
+		return fmt.Errorf("%w: the note is longer than %d bytes", model.ErrInvalidRequest, maxNote)
+	}
+	if noteRequired && strings.TrimSpace(act.Note) == "" {
+		return fmt.Errorf("%w: say why in the note", model.ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Retry sends a failed refund to Alipay again: REFUND_FAILED → REFUNDING
+// (and its payment REFUND_FAILED → REFUNDING, for an automatic refund),
+// attempts from zero, due at once. The out_request_no is the same, so
+// Alipay refunds it at most once whatever happened before.
+func (r *Refunds) Retry(ctx context.Context, act model.Act, outRequestNo string) (model.Refund, error) {
+	if err := checkAct(act, false); err != nil {
+		return model.Refund{}, err
+	}
+	return r.act(ctx, act, outRequestNo, model.AuditRefundRetry, string(model.RefundRefunding),
+		func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
+			moved, err := tx.RetryRefund(ctx, f.OutRequestNo, r.now())
+			if err != nil || !moved {
+				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
+			}
+			if f.Kind == model.RefundAuto {
+				_, err = tx.SetPaymentState(ctx, f.Provider, f.TradeNo, model.PaymentRefundFailed, model.PaymentRefunding)
+			}
+			return err
+		})
+}
+
+// Resolve takes a failed refund off the queue with a note saying how it
+// was settled (paid back another way, or left on purpose). The refund
+// stays REFUND_FAILED: Alipay did not refund it.
+func (r *Refunds) Resolve(ctx context.Context, act model.Act, outRequestNo string) (model.Refund, error) {
+	if err := checkAct(act, true); err != nil {
+		return model.Refund{}, err
+	}
+	return r.act(ctx, act, outRequestNo, model.AuditRefundResolve, string(model.RefundFailed)+" (resolved)",
+		func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
+			moved, err := tx.ResolveRefund(ctx, f.OutRequestNo, act.Operator, act.Note, r.now())
+			if err != nil || !moved {
+				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
+			}
+			return nil
+		})
+}
+
+// act runs an operator's change to one refund in a transaction that locks
+// its order first, and records it there (first: a second post of the
+// same form is model.ErrAlreadyDone before anything else happens).
+func (r *Refunds) act(ctx context.Context, act model.Act, outRequestNo string, action model.AuditAction, after string,
+	change func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error) (model.Refund, error) {
+	if !model.ValidID(outRequestNo) {
+		return model.Refund{}, model.ErrRefundNotFound
+	}
+	first, err := r.store.Refund(ctx, outRequestNo)
+	if err != nil {
+		return model.Refund{}, err
+	}
+	var out model.Refund
+	err = r.store.UpdateOrder(ctx, dao.OrderID(first.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+		f, err := tx.Refund(ctx, outRequestNo) // as it stands under the order lock
+		if err != nil {
+			return err
+		}
+		before := string(f.State)
+		if f.LastError != "" {
+			before += ": " + f.LastError
+		}
+		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: action, OrderID: &f.OrderID,
+			TargetKind: model.TargetRefund, TargetID: f.OutRequestNo, Before: before, After: after, Note: act.Note}); err != nil {
+			return err
+		}
+		if err := change(ctx, tx, f); err != nil {
+			return err
+		}
+		out, err = tx.Refund(ctx, outRequestNo)
+		return err
+	})
+	return out, err
+}
+
+// RequestAs is Request by a console operator: the form's one-time key is
+// the idempotency key, the note is the reason, and the refund is recorded
+// in admin_audit in its transaction. The same caps apply: never more than
+// was paid minus what was refunded.
+func (r *Refunds) RequestAs(ctx context.Context, act model.Act, sn string, amount string) (model.Refund, error) {
+	if err := checkAct(act, false); err != nil {
+		return model.Refund{}, err
+	}
+	amt, err := model.ParseAmount(amount)
+	if err != nil {
+		return model.Refund{}, fmt.Errorf("%w: amount %q: a positive number with at most 2 decimals", model.ErrInvalidRequest, amount)
+	}
+	return r.request(ctx, sn, act.Key, amt, act.Note, &act)
+}
+
+// RequeueEvent makes a FAILED outbox row pending again, due at once, with
+// its attempts from zero: for after the broker is fixed, rather than
+// waiting out the row's back-off.
+func (o *Ops) RequeueEvent(ctx context.Context, act model.Act, seq int64) error {
+	if err := checkAct(act, false); err != nil {
+		return err
+	}
+	row, err := o.store.OutboxRow(ctx, seq)
+	if err != nil {
+		return err
+	}
+	return o.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
+		orderID := row.Event.AggregateID
+		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOutboxRequeue, OrderID: &orderID,
+			TargetKind: model.TargetOutbox, TargetID: strconv.FormatInt(seq, 10),
+			Before: fmt.Sprintf("%s after %d attempts: %s", row.State, row.Attempts, row.LastError), After: string(model.OutboxPending),
+			Note: act.Note}); err != nil {
+			return err
+		}
+		moved, err := tx.RequeueEvent(ctx, seq, o.now())
+		if err != nil || !moved {
+			return notActionable(err, "event %d is not FAILED", seq)
+		}
+		return nil
+	})
+}
+
+// notActionable is err, or model.ErrNotActionable with a message when a
+// compare-and-set found the row in another state.
+func notActionable(err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: "+format, append([]any{model.ErrNotActionable}, args...)...)
+}
+
+// RefundPayment refunds a payment owed back (REFUND_PENDING) now, in full,
+// rather than on the worker's next round: the same step the worker takes
+// (payment → REFUNDING, its refund recorded under the out_request_no the
+// worker would use), so the two never refund it twice.
+func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, tradeNo string) (model.Refund, error) {
+	if err := checkAct(act, false); err != nil {
+		return model.Refund{}, err
+	}
+	if !model.ValidID(tradeNo) {
+		return model.Refund{}, model.ErrPaymentNotFound
+	}
+	p, err := r.store.Payment(ctx, model.ProviderAlipay, tradeNo)
+	if err != nil {
+		return model.Refund{}, err
+	}
+	enqueued, err := r.enqueue(ctx, p, &act)
+	if err != nil {
+		return model.Refund{}, err
+	}
+	if !enqueued {
+		return model.Refund{}, fmt.Errorf("%w: payment %s is not owed back (its refund may be under way already)", model.ErrNotActionable, tradeNo)
+	}
+	return r.store.Refund(ctx, autoRequestNo(p))
+}
