@@ -107,6 +107,19 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// validToken: 64 hex digits, as randomToken makes.
+func validToken(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // equal compares secrets in constant time.
 func equal(a, b string) bool {
 	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
@@ -114,8 +127,9 @@ func equal(a, b string) bool {
 
 type loginData struct {
 	page
-	Next      string
-	Operator  string
+	Next string
+	// Name is the operator name typed, shown again after a failure.
+	Name      string
 	Error     string
 	LoginCSRF string
 	AdminOnly bool
@@ -130,8 +144,12 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, operator, msg string) {
-	token, err := randomToken()
-	if err != nil {
+	// One value per browser, kept while it is valid: a second tab, or the
+	// page loaded twice, must not invalidate the form already shown.
+	var token string
+	if ck, err := r.Cookie(loginCookie); err == nil && validToken(ck.Value) {
+		token = ck.Value
+	} else if token, err = randomToken(); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -141,7 +159,7 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 	if r.Method == http.MethodPost {
 		next = r.PostFormValue("next")
 	}
-	c.render(w, r, status, "login", loginData{page: c.page(r, "Sign in"), Next: safeNext(next), Operator: operator,
+	c.render(w, r, status, "login", loginData{page: c.page(r, "Sign in"), Next: safeNext(next), Name: operator,
 		Error: msg, LoginCSRF: token, AdminOnly: len(c.d.Operators) == 0})
 }
 
@@ -153,6 +171,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	password := r.PostFormValue("password")
 	ck, err := r.Cookie(loginCookie)
 	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("login_csrf"), ck.Value) {
+		c.d.Log.Warn("console sign-in form refused", "cookie", err == nil, "same_origin", sameOrigin(r))
 		c.renderLogin(w, r, http.StatusForbidden, name, "The sign-in form expired. Try again.")
 		return
 	}

@@ -291,7 +291,7 @@ func TestSecurityHeaders(t *testing.T) {
 	e := newEnv(t, store)
 	r := e.client(t).mustGet(t, "/console/login", http.StatusOK)
 	for k, want := range map[string]string{
-		"X-Frame-Options": "DENY", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+		"X-Frame-Options": "DENY", "Cache-Control": "no-store", "Referrer-Policy": "same-origin", "X-Content-Type-Options": "nosniff",
 	} {
 		if got := r.header.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)

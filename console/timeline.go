@@ -106,11 +106,12 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "order", timelineData{page: c.page(r, "Order "+t.Order.OrderSN), Timeline: t,
-		Story: story(t), Key: key, CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
+		Story: story(t, c.page(r, "").loc), Key: key, CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
 }
 
 // story merges what each table recorded into one list, oldest first.
-func story(t service.Timeline) []moment {
+// Times inside the words are in loc, the operator's zone.
+func story(t service.Timeline, loc *time.Location) []moment {
 	o := t.Order
 	placed := "pays " + money(o.PayAmount)
 	if len(t.Items) > 0 {
@@ -137,7 +138,7 @@ func story(t service.Timeline) []moment {
 			detail += ", reason " + string(p.Reason)
 		}
 		if p.PaidAt != nil {
-			detail += ", paid at Alipay " + p.PaidAt.UTC().Format("2006-01-02 15:04:05") + " UTC"
+			detail += ", paid at Alipay " + p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST")
 		}
 		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded: " + string(model.OutcomeOf(p.State, p.Reason)),
 			Detail: detail, State: string(p.State)})

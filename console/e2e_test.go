@@ -1,0 +1,310 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
+
+	"paynotify/alipay"
+	"paynotify/console"
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/fakealipay"
+	"paynotify/handler"
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// The merchant the end-to-end stack is configured as.
+const (
+	e2eAppID    = "2021000000000001"
+	e2eSellerID = "2088000000000001"
+)
+
+func devKey(tb testing.TB, name string) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "dev", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// findBrowser finds headless-capable Chromium (Debian's chromium first).
+// Outside CI a missing browser skips the test, loudly; under CI it fails:
+// .ci/run installs chromium.
+func findBrowser(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("CHROME_PATH"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		tb.Fatal("no Chromium found (chromium, chromium-browser, google-chrome; or set CHROME_PATH): CI must run the browser test — apt-get install -y chromium")
+	}
+	tb.Skip("SKIPPING the browser test: no Chromium found. Install it (apt-get install -y chromium) or set CHROME_PATH.")
+	return ""
+}
+
+// stack is the service as serve wires it — notify endpoint, refund
+// worker, console — over a real store and a fake Alipay.
+type stack struct {
+	store   *dao.Store
+	srv     *httptest.Server
+	fake    *fakealipay.Server
+	refunds *service.Refunds
+	signKey string
+}
+
+func newStack(t *testing.T, store *dao.Store) *stack {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{store: store, signKey: devKey(t, "alipay_private_key.pem")}
+	s.fake, err = fakealipay.New(fakealipay.Config{
+		AppID: e2eAppID, SellerID: e2eSellerID, PrivateKey: s.signKey, AppPublicKey: devKey(t, "app_public_key.pem"),
+		NotifyURL: "http://" + ln.Addr().String() + "/alipay/notify",
+	})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	gateway := httptest.NewServer(s.fake.Handler())
+	client, err := alipay.New(alipay.Config{
+		AppID: e2eAppID, SellerID: e2eSellerID, AppPrivateKey: devKey(t, "app_private_key.pem"),
+		AlipayPublicKey: devKey(t, "alipay_public_key.pem"), SandboxGateway: s.fake.GatewayURL(gateway.URL),
+	})
+	if err != nil {
+		ln.Close()
+		gateway.Close()
+		t.Fatal(err)
+	}
+	payments := service.NewPayments(store)
+	s.refunds = service.NewRefunds(store, client, log)
+	ops := service.NewOps(store)
+	reg := prometheus.NewRegistry()
+	c, err := console.New(console.Deps{Log: log, Ops: ops, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
+		Operators: operatorHashes(t), Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = httptest.NewUnstartedServer(handler.New(handler.Deps{Log: log, Verifier: client, Payments: payments, Refunds: s.refunds,
+		Ops: ops, Console: c, DB: store, Registry: reg}))
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	t.Cleanup(s.srv.Close)
+	t.Cleanup(gateway.Close)
+	t.Cleanup(s.fake.Close)
+	return s
+}
+
+// notify posts a signed TRADE_SUCCESS for a trade the fake knows as paid.
+func (s *stack) notify(t *testing.T, outTradeNo, tradeNo, amount string) {
+	t.Helper()
+	paid := time.Now().Add(-time.Minute)
+	s.fake.AddPaidTrade(outTradeNo, tradeNo, decimal.RequireFromString(amount), paid)
+	bj := paid.In(model.Beijing).Format("2006-01-02 15:04:05")
+	form, err := alipay.SignForm(s.signKey, url.Values{
+		"app_id": {e2eAppID}, "seller_id": {e2eSellerID}, "charset": {"utf-8"}, "notify_type": {"trade_status_sync"},
+		"notify_id": {"e2e" + tradeNo}, "notify_time": {bj}, "gmt_create": {bj}, "gmt_payment": {bj},
+		"out_trade_no": {outTradeNo}, "trade_no": {tradeNo}, "trade_status": {string(model.TradeSuccess)},
+		"total_amount": {amount}, "receipt_amount": {amount}, "subject": {"paynotify e2e " + outTradeNo}, "version": {"1.0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.PostForm(s.srv.URL+"/alipay/notify", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b strings.Builder
+	_, _ = fmt.Fprint(&b, res.Status)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("notify %s: %s", tradeNo, b.String())
+	}
+}
+
+// TestBrowser drives the console in headless Chromium: sign in, find an
+// order paid twice, see both payments on its timeline, refund the second
+// from the queue, and see the audit entry and the refund end REFUNDED at
+// the fake Alipay. With CONSOLE_SCREENSHOTS=DIR it saves the overview, a
+// timeline and a queue there (the README's images come from docs/).
+func TestBrowser(t *testing.T) {
+	browser := findBrowser(t)
+	store := daotest.Open(t, dao.DriverMySQL)
+	s := newStack(t, store)
+	ctx := t.Context()
+
+	id, err := store.InsertOrder(ctx, model.Order{OrderSN: "E2E-1001", MemberID: 7, PayAmount: decimal.RequireFromString("88.00"),
+		TotalAmount: decimal.RequireFromString("108.00"), CouponAmount: decimal.RequireFromString("20.00")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.InsertItems(ctx, id, "E2E-1001", []model.OrderItem{{SKUID: 1, Quantity: 1, Price: decimal.RequireFromString("108.00")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.notify(t, "E2E-1001", "2026120122001400000000001", "88.00")
+	s.notify(t, "E2E-1001", "2026120122001400000000002", "88.00") // the buyer paid twice
+	shots := os.Getenv("CONSOLE_SCREENSHOTS")
+	if shots != "" {
+		seedBackground(t, s)
+	}
+
+	alloc, cancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1360, 1000),
+	)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	defer cancel()
+	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	shoot := func(name string) {
+		t.Helper()
+		if shots == "" {
+			return
+		}
+		var png []byte
+		run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var text string
+
+	// Sign in: the console sends a stranger to its sign-in page.
+	run("sign in",
+		chromedp.Navigate(s.srv.URL+"/console/"),
+		chromedp.WaitVisible(`input[name=operator]`),
+		chromedp.SendKeys(`input[name=operator]`, "alice"),
+		chromedp.SendKeys(`input[name=password]`, passwords["alice"]),
+		chromedp.Click(`section.login button[type=submit]`),
+		chromedp.WaitVisible(`figure.chart`),
+		chromedp.Text(`main`, &text),
+	)
+	if !strings.Contains(text, "Overview") || !strings.Contains(text, "refund_pending") {
+		t.Fatalf("overview:\n%s", text)
+	}
+	shoot("console-overview.png")
+
+	// Search the order: its timeline shows both payments.
+	run("search",
+		chromedp.SendKeys(`header form.search input[name=q]`, "E2E-1001"),
+		chromedp.Submit(`header form.search input[name=q]`),
+		chromedp.WaitVisible(`ol.timeline`),
+		chromedp.Text(`main`, &text),
+	)
+	for _, want := range []string{"2026120122001400000000001", "2026120122001400000000002", "Payment recorded: applied",
+		"Payment recorded: refund_pending", "ALREADY_PAID"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+
+	// Refund the second payment from the queue, through the confirmation.
+	run("queue",
+		chromedp.Click(`header nav a[href="/console/queues/payments"]`),
+		chromedp.WaitVisible(`a[href="/console/payments/2026120122001400000000002/refund"]`),
+	)
+	shoot("console-queue.png")
+	run("refund",
+		chromedp.Click(`a[href="/console/payments/2026120122001400000000002/refund"]`),
+		chromedp.WaitVisible(`section.confirm`),
+		chromedp.SendKeys(`section.confirm input[name=note]`, "buyer paid twice"),
+		chromedp.Click(`section.confirm button[type=submit]`),
+		chromedp.WaitVisible(`p.flash`),
+		chromedp.Text(`main`, &text),
+	)
+	if !strings.Contains(text, "Refund recorded") || !strings.Contains(text, "payment.refund") {
+		t.Fatalf("after the refund:\n%s", text)
+	}
+
+	// The refund worker's round asks the fake Alipay, which refunds it.
+	if n, err := s.refunds.Execute(ctx); err != nil || n != 1 {
+		t.Fatalf("refund round: %d refunded, %v", n, err)
+	}
+	run("timeline after",
+		chromedp.Navigate(s.srv.URL+"/console/orders/E2E-1001"),
+		chromedp.WaitVisible(`ol.timeline`),
+		chromedp.Text(`main`, &text),
+	)
+	for _, want := range []string{"payment.refund by alice", "buyer paid twice", "Event payment.refunded"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline after the refund lacks %q:\n%s", want, text)
+		}
+	}
+	shoot("console-timeline.png")
+	var badge string
+	run("refund state", chromedp.Text(`table.refunds span.badge`, &badge))
+	if badge != "REFUNDED" {
+		t.Fatalf("the refund is %q, want REFUNDED", badge)
+	}
+	run("audit",
+		chromedp.Click(`header nav a[href="/console/audit"]`),
+		chromedp.WaitVisible(`table.audit`),
+		chromedp.Text(`table.audit`, &text),
+	)
+	if !strings.Contains(text, "payment.refund") || !strings.Contains(text, "alice") {
+		t.Fatalf("audit log:\n%s", text)
+	}
+	if f, err := store.Refund(ctx, "RP-2026120122001400000000002"); err != nil || f.State != model.RefundRefunded {
+		t.Fatalf("refund in the database: %+v %v", f, err)
+	}
+}
+
+// seedBackground adds a realistic morning to the screenshots: orders paid
+// over the last two hours, a few owed back, one refund failed.
+func seedBackground(t *testing.T, s *stack) {
+	t.Helper()
+	ctx := t.Context()
+	for i := range 120 {
+		sn := fmt.Sprintf("SO-2026120%04d", i)
+		amount := fmt.Sprintf("%d.%02d", 20+(i*37)%400, (i*13)%100)
+		mustOrder(t, s.store, sn, int64(100+i%17), amount)
+		trade := fmt.Sprintf("20261201220014%012d", 1000+i)
+		s.notify(t, sn, trade, amount)
+		if i%23 == 5 {
+			s.notify(t, sn, trade+"9", amount) // paid twice
+		}
+		// Spread them over the last two hours for the chart.
+		at := time.Now().Add(-time.Duration((i*97)%118) * time.Minute).UTC()
+		if _, err := s.store.SQL().ExecContext(ctx, "UPDATE oms_order_payment SET create_time = ? WHERE trade_no IN (?, ?)", at, trade, trade+"9"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
