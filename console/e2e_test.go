@@ -158,12 +158,14 @@ func TestBrowser(t *testing.T) {
 	s := newStack(t, store)
 	ctx := t.Context()
 
-	id, err := store.InsertOrder(ctx, model.Order{OrderSN: "E2E-1001", MemberID: 7, PayAmount: decimal.RequireFromString("88.00"),
-		TotalAmount: decimal.RequireFromString("108.00"), CouponAmount: decimal.RequireFromString("20.00")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.InsertItems(ctx, id, "E2E-1001", []model.OrderItem{{SKUID: 1, Quantity: 1, Price: decimal.RequireFromString("108.00")}}); err != nil {
+	if _, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: 7, IdempotencyKey: "e2e-1", RequestHash: "h"}, func(ctx context.Context, tx *dao.PlaceTx) error {
+		id, err := tx.InsertOrder(ctx, model.Order{OrderSN: "E2E-1001", MemberID: 7, PayAmount: decimal.RequireFromString("88.00"),
+			TotalAmount: decimal.RequireFromString("108.00"), CouponAmount: decimal.RequireFromString("20.00")})
+		if err != nil {
+			return err
+		}
+		return tx.InsertItems(ctx, id, "E2E-1001", []model.OrderItem{{SKUID: 1, Quantity: 1, Price: decimal.RequireFromString("108.00")}})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	s.notify(t, "E2E-1001", "2026120122001400000000001", "88.00")
