@@ -182,7 +182,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profileDir(t)),
 		chromedp.WindowSize(1360, 1000),
 	)
 	defer cancel()
@@ -287,6 +287,32 @@ func TestBrowser(t *testing.T) {
 	if f, err := store.Refund(ctx, "RP-2026120122001400000000002"); err != nil || f.State != model.RefundRefunded {
 		t.Fatalf("refund in the database: %+v %v", f, err)
 	}
+}
+
+// profileDir is a fresh Chromium profile, removed when the test ends.
+// Chromium's helper processes may still write to it for a moment after
+// the browser is gone, so removal is retried until a deadline.
+func profileDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "paynotify-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Logf("chromium profile %s left behind: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // seedBackground adds a realistic morning to the screenshots: orders paid
