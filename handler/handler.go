@@ -43,7 +43,7 @@ type Deps struct {
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
-	// APITimeout bounds one /api/v1 or /admin request the same way: past
+	// APITimeout bounds one /api/v1, /admin or /console request the same way: past
 	// it the client gets a 503, never a hang.
 	APITimeout time.Duration
 }
@@ -93,8 +93,10 @@ func New(d Deps) http.Handler {
 	r.GET("/openapi.yaml", serveOpenAPI)
 
 	if d.Console != nil {
-		r.Any("/console", gin.WrapH(d.Console))
-		r.Any("/console/*path", gin.WrapH(d.Console))
+		// The console's pages and actions wait on the database no longer
+		// than an API request does.
+		r.Any("/console", deadline(d.APITimeout), gin.WrapH(d.Console))
+		r.Any("/console/*path", deadline(d.APITimeout), gin.WrapH(d.Console))
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
