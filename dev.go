@@ -154,6 +154,11 @@ func dev(ctx context.Context, env environment) error {
 		}
 		cfg.Operators = map[string]string{devOperator: string(hash)}
 	}
+	if !setIn(env.environ, "RECON_AT") {
+		// Reconciliation on demand (POST /admin/reconciliations/{date}/run):
+		// the fake Alipay's bill of "yesterday" is whatever the demo made.
+		cfg.ReconAt = "off"
+	}
 	if !setIn(env.environ, "ALIPAY_JOBS_INTERVAL") {
 		cfg.AlipayJobsInterval = 5 * time.Second // a demo refund shows up while you watch
 	}
@@ -210,6 +215,11 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer fake.Close()
+	// A payment Alipay took on the replay files' day whose notification
+	// never came, for an order this database does not have: reconciling
+	// that day finds it in the bill and records it UNMATCHED.
+	fake.AddPaidTrade(devUnmatchedSN, "20261130220014888800001099", decimal.RequireFromString("66.00"),
+		time.Date(2026, 11, 30, 15, 0, 0, 0, model.Beijing))
 	client, err := alipay.New(alipay.Config{
 		AppID:           devAppID,
 		SellerID:        devSellerID,
@@ -259,7 +269,15 @@ paynotify dev is up at %[1]s
     curl -H "Authorization: Bearer %[2]s" '%[1]s/admin/outbox?state=pending'
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/journal/totals
 
+  Reconcile the replay files' day (2026-11-30) against the fake Alipay's bill:
+    curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30/run
+    curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30
+
 `
+
+// devUnmatchedSN is the out_trade_no of the payment dev's fake Alipay
+// took for no order.
+const devUnmatchedSN = "DEMO-1099"
 
 // devFakePrefix is where dev serves its fake Alipay.
 const devFakePrefix = "/fake-alipay"

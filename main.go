@@ -4,6 +4,7 @@
 //	paynotify serve          run the service (configured by the environment)
 //	paynotify migrate        apply database migrations, then exit
 //	paynotify consume        run the accounting consumer (NATS JetStream)
+//	paynotify reconcile      reconcile a day against Alipay's trade bill (exit 1 on differences)
 //	paynotify dev            run on an embedded SQLite with demo data and dev keys
 //	paynotify sign           sign a notification form with a private key (QA)
 //	paynotify healthcheck    ask a running service whether it is ready (containers)
@@ -30,6 +31,7 @@ commands:
   serve          run the service; configuration from the environment (see README)
   migrate        apply database migrations and exit
   consume        run the accounting consumer of the event stream (needs NATS_URL)
+  reconcile      reconcile a day against Alipay's bill: paynotify reconcile [-date yyyy-MM-dd]
   dev            run on an embedded SQLite with demo orders and development keys
   sign           sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
   healthcheck    exit 0 if the service at HTTP_ADDR answers /readyz, else 1
@@ -98,6 +100,8 @@ func run(ctx context.Context, env environment) error {
 		return dev(ctx, env2)
 	case "consume":
 		return consumeCmd(ctx, env2)
+	case "reconcile":
+		return reconcileCmd(ctx, env2)
 	case "sign":
 		return sign(env2)
 	case "healthcheck":

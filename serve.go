@@ -108,8 +108,11 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		log.Warn("order API disabled: API_JWT_SECRET is not set")
 	}
 	payments := service.NewPayments(store)
+	payments.OnUnmatched = countUnmatched(reg, log)
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)
+	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
+	countReconciliations(reg, recon)
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -148,20 +151,21 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		log.Warn("console disabled: neither CONSOLE_OPERATORS nor ADMIN_TOKEN is set")
 	}
 	h := handler.New(handler.Deps{
-		Log:           log,
-		Verifier:      verifier,
-		Payments:      payments,
-		Orders:        service.NewOrders(store),
-		Checkout:      checkout,
-		Refunds:       refunds,
-		JWTSecret:     []byte(cfg.APIJWTSecret),
-		AdminToken:    cfg.AdminToken,
-		Ops:           ops,
-		Console:       cons,
-		DB:            store,
-		Registry:      reg,
-		NotifyTimeout: cfg.NotifyTimeout,
-		APITimeout:    cfg.APITimeout,
+		Log:             log,
+		Verifier:        verifier,
+		Payments:        payments,
+		Orders:          service.NewOrders(store),
+		Checkout:        checkout,
+		Refunds:         refunds,
+		Reconciliations: recon,
+		JWTSecret:       []byte(cfg.APIJWTSecret),
+		AdminToken:      cfg.AdminToken,
+		Ops:             ops,
+		Console:         cons,
+		DB:              store,
+		Registry:        reg,
+		NotifyTimeout:   cfg.NotifyTimeout,
+		APITimeout:      cfg.APITimeout,
 	})
 	if len(a.mounts) > 0 {
 		mux := http.NewServeMux()
@@ -173,7 +177,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	reconciler := service.NewReconciler(store, a.alipay, payments, log)
 	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
-	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume, reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job())
+	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
+	if at, on, _ := cfg.ReconTime(); on {
+		recon.At = at
+		jobs = append(jobs, recon.Job())
+	} else {
+		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
+	}
+	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume, jobs...)
 	if err != nil {
 		return err
 	}

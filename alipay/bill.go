@@ -124,3 +124,6 @@ func (c *Client) download(ctx context.Context, u string, f *os.File) (int64, err
 	}
 	return n, nil
 }
+
+// BillTotals are the bill's own totals, which its lines add up to.
+func (b *Bill) BillTotals() model.BillTotals { return b.File.Totals }

@@ -72,6 +72,9 @@ type Config struct {
 	AlipaySandboxGateway string `env:"ALIPAY_SANDBOX_GATEWAY"`
 	// AlipayJobsInterval is how often the query, close and refund jobs run.
 	AlipayJobsInterval time.Duration `env:"ALIPAY_JOBS_INTERVAL" envDefault:"30s"`
+	// ReconAt is when, in Beijing time (HH:MM), the daily reconciliation of
+	// yesterday's Alipay bill runs; "off" turns the job off.
+	ReconAt string `env:"RECON_AT" envDefault:"09:30"`
 
 	AppID                string `env:"ALIPAY_APP_ID"`
 	SellerID             string `env:"ALIPAY_SELLER_ID"`
@@ -160,6 +163,8 @@ func Load(environ []string) (Config, error) {
 		check(t.name, t.d <= 0 || t.d < ShutdownGrace, underGrace, false)
 	}
 	positive("DB_TIMEOUT", c.DBTimeout > 0)
+	_, _, reconErr := c.ReconTime()
+	check("RECON_AT", reconErr == nil, "HH:MM in Beijing time (such as 09:30), or off", false)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
 	if len(problems) > 0 {
@@ -359,4 +364,17 @@ func keyBody(s string) string {
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// ReconTime is RECON_AT: the time of day (since midnight, Beijing) the
+// daily reconciliation runs, and whether it runs at all.
+func (c Config) ReconTime() (time.Duration, bool, error) {
+	if strings.EqualFold(c.ReconAt, "off") {
+		return 0, false, nil
+	}
+	t, err := time.Parse("15:04", c.ReconAt)
+	if err != nil {
+		return 0, false, fmt.Errorf("RECON_AT=%q: want HH:MM or off", c.ReconAt)
+	}
+	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, true, nil
 }

@@ -78,6 +78,7 @@ func TestLoadNamesTheVariable(t *testing.T) {
 		{"ZeroCloseInterval", "ORDER_CLOSE_INTERVAL=0", `ORDER_CLOSE_INTERVAL="0": want more than zero`},
 		{"NegativeBatch", "ORDER_CLOSE_BATCH=-5", `ORDER_CLOSE_BATCH="-5": want more than zero`},
 		{"ZeroJobsInterval", "ALIPAY_JOBS_INTERVAL=0s", `ALIPAY_JOBS_INTERVAL="0s": want more than zero`},
+		{"MalformedReconAt", "RECON_AT=9.30", `RECON_AT="9.30": want HH:MM in Beijing time (such as 09:30), or off`},
 		{"PublicURLWithoutScheme", "PUBLIC_URL=shop.example", `PUBLIC_URL="shop.example": want an http(s) URL`},
 		{"ShortJWTSecret", "API_JWT_SECRET=short-secret", `API_JWT_SECRET: want at least 32 bytes (HS256 needs a 256-bit secret)`},
 		{"ShortAdminToken", "ADMIN_TOKEN=tiny", `ADMIN_TOKEN: want at least 16 characters`},
@@ -158,4 +159,27 @@ func TestAlipayNamesEveryProblem(t *testing.T) {
 			t.Errorf("Join of no problems = %v, want nil", err)
 		}
 	})
+}
+
+// RECON_AT: a Beijing time of day, by default 09:30, or off.
+func TestReconTime(t *testing.T) {
+	for _, tc := range []struct {
+		environ []string
+		at      time.Duration
+		on      bool
+	}{
+		{nil, 9*time.Hour + 30*time.Minute, true},
+		{[]string{"RECON_AT=23:05"}, 23*time.Hour + 5*time.Minute, true},
+		{[]string{"RECON_AT=off"}, 0, false},
+		{[]string{"RECON_AT=OFF"}, 0, false},
+	} {
+		c, err := config.Load(tc.environ)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.environ, err)
+		}
+		at, on, err := c.ReconTime()
+		if err != nil || at != tc.at || on != tc.on {
+			t.Errorf("%v: %s %v %v, want %s %v", tc.environ, at, on, err, tc.at, tc.on)
+		}
+	}
 }

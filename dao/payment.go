@@ -2,6 +2,7 @@ package dao
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -79,7 +80,8 @@ SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
 	for rows.Next() {
 		var (
 			src, out, state, reason, notifyID string
-			orderID, attemptID                int64
+			orderID                           sql.NullInt64 // NULL: an UNMATCHED payment
+			attemptID                         int64
 			attemptNo                         int
 			amount                            decimal.Decimal
 			paidAt                            *time.Time
@@ -88,10 +90,10 @@ SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
 			return nil, nil, mapErr(err)
 		}
 		if src == "p" {
-			pay = &model.Payment{Provider: provider, TradeNo: tradeNo, OrderID: orderID, OutTradeNo: out, Amount: amount,
+			pay = &model.Payment{Provider: provider, TradeNo: tradeNo, OrderID: orderID.Int64, OutTradeNo: out, Amount: amount,
 				State: model.PaymentState(state), Reason: model.RefundReason(reason), NotifyID: notifyID, PaidAt: paidAt}
 		} else {
-			attempt = &model.PayAttempt{ID: attemptID, OrderID: orderID, AttemptNo: attemptNo, OutTradeNo: out,
+			attempt = &model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo, OutTradeNo: out,
 				Amount: amount, State: model.AttemptState(state)}
 		}
 	}

@@ -57,6 +57,11 @@ var errorTable = []errorRow{
 	{model.ErrTradeStatus, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
 	{model.ErrGatewayRefused, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
 	{model.ErrGatewayUnknown, "", slog.LevelWarn, http.StatusServiceUnavailable, "alipay_unavailable", 5},
+	{model.ErrPaymentNotFound, "", slog.LevelInfo, http.StatusNotFound, "payment_not_found", 0},
+	{model.ErrNotUnmatched, "", slog.LevelInfo, http.StatusConflict, "payment_not_unmatched", 0},
+	{model.ErrRunNotFound, "", slog.LevelInfo, http.StatusNotFound, "reconciliation_not_found", 0},
+	{model.ErrItemNotFound, "", slog.LevelInfo, http.StatusNotFound, "item_not_found", 0},
+	{model.ErrRunBusy, "", slog.LevelInfo, http.StatusConflict, "reconciliation_running", 5},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
 	// The request's deadline passed while it waited on something else.

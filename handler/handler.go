@@ -37,9 +37,12 @@ type Deps struct {
 	Checkout *service.Checkout
 	Refunds  *service.Refunds
 	// Console serves the operator console under /console; nil, it is off.
-	Console  http.Handler
-	DB       Pinger
-	Registry *prometheus.Registry
+	Console http.Handler
+	// Reconciliations, if set, serves the reconciliation views under
+	// /admin.
+	Reconciliations *service.Reconciliations
+	DB              Pinger
+	Registry        *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -87,6 +90,14 @@ func New(d Deps) http.Handler {
 		admin.GET("/orders/:sn/refunds", a.Refunds)
 		if d.Refunds != nil {
 			admin.POST("/orders/:sn/refunds", a.Refund)
+			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
+		}
+		if d.Reconciliations != nil {
+			h := &Reconciliations{recon: d.Reconciliations}
+			admin.GET("/reconciliations", h.List)
+			admin.GET("/reconciliations/:date", h.Detail)
+			admin.POST("/reconciliations/:date/run", h.Run)
+			admin.POST("/reconciliations/:date/items/:id/resolve", h.Resolve)
 		}
 	}
 

@@ -151,7 +151,9 @@ func TestNotify(t *testing.T) {
 				return request{body: s.signedBody(t, paidForm(sn, "T-N-WithSpace", "100.00"))}
 			},
 			want: "failure", unchanged: true},
-		{name: "UnknownOrder", outcome: "order_not_found", noOrder: true, req: paid(), want: "failure", unchanged: true},
+		// Money taken for no order of ours: recorded UNMATCHED (no order),
+		// answered success so Alipay stops, refunded when an operator says.
+		{name: "UnknownOrder", outcome: "unmatched", noOrder: true, req: paid(), want: "success"},
 
 		// Only the signed form body counts.
 		{name: "QueryStringDoesNotCount", outcome: "applied",
@@ -257,8 +259,8 @@ func TestNotify(t *testing.T) {
 					t.Fatalf("the notification changed the database:\nbefore:\n%s\nafter:\n%s", was, now)
 				}
 				if tc.noOrder {
-					if _, err := store.Payment(t.Context(), model.ProviderAlipay, "T-"+sn); err == nil {
-						t.Fatalf("payment recorded for an unknown order")
+					if p, err := store.Payment(t.Context(), model.ProviderAlipay, "T-"+sn); err != nil || p.State != model.PaymentUnmatched || p.OrderID != 0 {
+						t.Fatalf("payment for an unknown order: %+v, %v; want UNMATCHED without an order", p, err)
 					}
 					return
 				}

@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -41,6 +42,8 @@ type cashier struct {
 	// routes is handler.New's answer with every part switched on, before
 	// the test's OpenAPI check wraps it.
 	routes http.Handler
+	// recon is the reconciliation behind /admin/reconciliations.
+	recon *service.Reconciliations
 }
 
 func newCashier(t *testing.T, store *dao.Store) *cashier {
@@ -74,18 +77,26 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := service.NewPayments(store)
+	c.recon = service.NewReconciliations(store, service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+		b, err := client.TradeBill(ctx, day)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}), payments, log)
 	c.routes = handler.New(handler.Deps{
-		Log:        log,
-		Verifier:   client,
-		Payments:   payments,
-		Orders:     service.NewOrders(store),
-		JWTSecret:  jwtSecret,
-		AdminToken: payAdminToken,
-		Ops:        service.NewOps(store),
-		Checkout:   service.NewCheckout(store, client, payments, nil, log, c.url+notifyPath, ""),
-		Refunds:    service.NewRefunds(store, client, log),
-		DB:         store,
-		Registry:   prometheus.NewRegistry(),
+		Log:             log,
+		Verifier:        client,
+		Payments:        payments,
+		Orders:          service.NewOrders(store),
+		JWTSecret:       jwtSecret,
+		AdminToken:      payAdminToken,
+		Ops:             service.NewOps(store),
+		Checkout:        service.NewCheckout(store, client, payments, nil, log, c.url+notifyPath, ""),
+		Refunds:         service.NewRefunds(store, client, log),
+		Reconciliations: c.recon,
+		DB:              store,
+		Registry:        prometheus.NewRegistry(),
 	})
 	srv := httptest.NewUnstartedServer(validated(t, c.routes))
 	srv.Listener.Close()

@@ -13,6 +13,9 @@ const (
 	OutcomeRefundPending Outcome = "refund_pending"
 	// OutcomeDuplicate: this trade was recorded before; nothing changed.
 	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeUnmatched: recorded UNMATCHED: no order has that
+	// out_trade_no.
+	OutcomeUnmatched Outcome = "unmatched"
 )
 
 // Decide says what a payment not seen before does to its order, which the

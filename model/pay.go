@@ -66,6 +66,10 @@ const (
 	PaymentRefunding    PaymentState = "REFUNDING"
 	PaymentRefunded     PaymentState = "REFUNDED"
 	PaymentRefundFailed PaymentState = "REFUND_FAILED"
+	// PaymentUnmatched: a verified payment whose out_trade_no names no
+	// order (recorded without one). An operator refunds it: UNMATCHED →
+	// REFUND_PENDING → REFUNDING → REFUNDED.
+	PaymentUnmatched PaymentState = "UNMATCHED"
 )
 
 // RefundState is where a refund stands.

@@ -12,7 +12,8 @@ import (
 )
 
 // AccountingEvents are the events the accounting journal books.
-var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefundPending, model.EventRefunded}
+var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefundPending, model.EventRefunded,
+	model.EventPaymentUnmatched, model.EventFeesBooked}
 
 // Accounting is the exactly-once consumer that books payments into a
 // double-entry journal:
@@ -21,6 +22,9 @@ var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefund
 //	payment.refund_pending          debit alipay_clearing / credit refunds_payable
 //	payment.refunded (owed back)    debit refunds_payable / credit alipay_clearing
 //	payment.refunded (after-sale)   debit sales_returns   / credit alipay_clearing
+//	payment.unmatched               debit alipay_clearing / credit refunds_payable
+//	payment.fees_booked             debit fee_expense     / credit alipay_clearing
+//	                                (the other way round for fees given back)
 type Accounting struct {
 	store *dao.Store
 	// OnBooked, if set, is told whether each event was booked or was a
@@ -65,13 +69,15 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 	var orderID int64
 	var orderSN string
 	switch ev.Type {
-	case model.EventOrderPaid, model.EventRefundPending:
+	case model.EventOrderPaid, model.EventRefundPending, model.EventPaymentUnmatched:
 		var d model.PaymentEventData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
 		debit, credit = model.AccountAlipayClearing, model.AccountSales
-		if ev.Type == model.EventRefundPending {
+		if ev.Type != model.EventOrderPaid {
+			// Money we hold and owe back: it was not applied (or has no
+			// order to be applied to).
 			credit = model.AccountRefundsPayable
 		}
 		amountText, orderID, orderSN = d.Amount, d.OrderID, d.OrderSN
@@ -85,6 +91,20 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 			debit = model.AccountSalesReturns
 		}
 		amountText, orderID, orderSN = d.Amount, d.OrderID, d.OrderSN
+	case model.EventFeesBooked:
+		var d model.FeeEventData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		debit, credit = model.AccountFeeExpense, model.AccountAlipayClearing
+		fee, err := decimal.NewFromString(d.Amount)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: amount %q", ev.ID, d.Amount)
+		}
+		if fee.IsNegative() {
+			debit, credit = credit, debit
+		}
+		amountText, orderSN = fee.Abs().StringFixed(2), "bill "+d.BillDate
 	default:
 		return nil, nil
 	}

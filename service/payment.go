@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,10 @@ import (
 // once.
 type Payments struct {
 	store *dao.Store
-	now   func() time.Time
+	// OnUnmatched, if set, is told of every payment recorded UNMATCHED (for
+	// the metric and the WARN log an operator watches).
+	OnUnmatched func(model.Payment)
+	now         func() time.Time
 }
 
 // NewPayments returns the payment use cases over store.
@@ -30,7 +34,11 @@ func NewPayments(store *dao.Store) *Payments {
 //     inserted in the state model.Decide gives, and an APPLIED payment moves
 //     the order 0→1 and sells its stock reservation. Lock order: order,
 //     then payment, then stock (see Orders). The outbox event (order.paid
-//     or payment.refund_pending) is written in the same transaction.
+//     or payment.refund_pending) is written in the same transaction;
+//   - a trade whose out_trade_no names no order (directly or through its
+//     attempt) is recorded UNMATCHED, with no order, and announced
+//     (payment.unmatched): money we hold is never without a ledger row.
+//     An operator refunds it (Refunds.RefundUnmatched).
 //
 // It returns the payment as recorded and what this call did.
 func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
@@ -107,10 +115,34 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 		}
 		return tx.InsertEvents(ctx, ev)
 	})
+	if errors.Is(err, model.ErrOrderNotFound) {
+		return p.unmatched(ctx, n)
+	}
 	if err != nil {
 		return model.Payment{}, "", err
 	}
 	return pay, outcome, nil
+}
+
+// unmatched records a paid trade whose out_trade_no resolves to no order:
+// UNMATCHED, with its event, or — recorded meanwhile — a duplicate.
+func (p *Payments) unmatched(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
+	pay := p.newPayment(model.Order{}, n)
+	pay.State, pay.Reason = model.PaymentUnmatched, model.RefundNone
+	inserted, existing, err := p.store.RecordUnmatched(ctx, pay, func(pay model.Payment) ([]model.Event, error) {
+		ev, err := paymentEvent(model.EventPaymentUnmatched, pay, "", p.now())
+		return []model.Event{ev}, err
+	})
+	if err != nil {
+		return model.Payment{}, "", err
+	}
+	if !inserted {
+		return duplicate(existing, n)
+	}
+	if p.OnUnmatched != nil {
+		p.OnUnmatched(pay)
+	}
+	return pay, model.OutcomeUnmatched, nil
 }
 
 // newPayment is the ledger row for a trade not seen before, already in the

@@ -160,13 +160,17 @@ func TestObserveDecisionTable(t *testing.T) {
 				}
 			})
 		}
-		t.Run("OrderNotFoundChangesNothing", func(t *testing.T) {
-			_, _, err := p.Observe(ctx, paid("NOPE", "T-NOPE", "1.00"))
-			if !errors.Is(err, model.ErrOrderNotFound) {
-				t.Fatalf("err = %v, want ErrOrderNotFound", err)
+		t.Run("OrderNotFoundIsUnmatched", func(t *testing.T) {
+			// Money Alipay took for no order of ours: recorded, no order.
+			pay, outcome, err := p.Observe(ctx, paid("NOPE", "T-NOPE", "1.00"))
+			if err != nil || outcome != model.OutcomeUnmatched || pay.State != model.PaymentUnmatched || pay.OrderID != 0 {
+				t.Fatalf("Observe = %+v, %s, %v; want UNMATCHED", pay, outcome, err)
 			}
-			if _, err := store.Payment(ctx, model.ProviderAlipay, "T-NOPE"); !errors.Is(err, model.ErrPaymentNotFound) {
-				t.Fatalf("payment recorded for a missing order: %v", err)
+			if stored, err := store.Payment(ctx, model.ProviderAlipay, "T-NOPE"); err != nil || stored.State != model.PaymentUnmatched {
+				t.Fatalf("stored %+v, %v", stored, err)
+			}
+			if _, outcome, err := p.Observe(ctx, paid("NOPE", "T-NOPE", "1.00")); err != nil || outcome != model.OutcomeDuplicate {
+				t.Fatalf("again: %s, %v; want duplicate", outcome, err)
 			}
 		})
 		t.Run("PaymentTimeIsGmtPaymentInUTC", func(t *testing.T) {

@@ -118,19 +118,34 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 // admin_audit when an operator asks. It reports whether it did (false:
 // another worker, or operator, took it).
 func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) (bool, error) {
+	if p.OrderID == 0 {
+		// An UNMATCHED payment an operator asked to refund: no order.
+		return r.enqueueOrderless(ctx, p)
+	}
 	enqueued := false
 	err := r.store.UpdateOrder(ctx, dao.OrderID(p.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
 		enqueued = false
+		refunds, err := tx.Refunds(ctx)
+		if err != nil {
+			return err
+		}
+		// A refund made elsewhere (found in Alipay's bill) may have taken
+		// part of it already: give back what is left.
+		left := leftOf(p, refunds)
+		if !left.IsPositive() {
+			_, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunded)
+			return err
+		}
 		f := model.Refund{
 			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
-			OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: p.Amount, Reason: string(p.Reason),
+			OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: left, Reason: string(p.Reason),
 		}
 		if act != nil {
 			// First: a second post of the same form stops here.
 			if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditPaymentRefund,
 				OrderID: &p.OrderID, TargetKind: model.TargetPayment, TargetID: p.TradeNo,
 				Before: string(model.PaymentRefundPending) + " " + string(p.Reason),
-				After:  fmt.Sprintf("%s, refund %s of %s", model.PaymentRefunding, f.OutRequestNo, p.Amount.StringFixed(2)),
+				After:  fmt.Sprintf("%s, refund %s of %s", model.PaymentRefunding, f.OutRequestNo, f.Amount.StringFixed(2)),
 				Note:   act.Note}); err != nil {
 				return err
 			}
@@ -226,6 +241,9 @@ func (r *Refunds) unknown(ctx context.Context, f model.Refund, cause error) erro
 // finish records a refund's end, with its payment (for an automatic
 // refund) and its event, in one transaction that locks the order first.
 func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundState, reason string) error {
+	if f.OrderID == 0 {
+		return r.finishOrderless(ctx, f, to, reason)
+	}
 	finished := false
 	err := r.store.UpdateOrder(ctx, dao.OrderID(f.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {
 		finished = false

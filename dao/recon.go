@@ -1,0 +1,565 @@
+package dao
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"paynotify/model"
+)
+
+// Tables of reconciliation (migration 00006).
+const (
+	runTable          = "recon_run"
+	reconAttemptTable = "recon_attempt"
+	itemTable         = "recon_item"
+	seenTable         = "recon_seen"
+)
+
+type runRecord struct {
+	ID                  int64 `gorm:"primaryKey"`
+	Provider            string
+	BillDate            string
+	State               string
+	Attempts            int
+	Owner               string
+	LeaseUntil          time.Time
+	StartedAt           *time.Time
+	FinishedAt          *time.Time
+	Error               string
+	BillPayments        int
+	BillPaymentAmount   decimal.Decimal
+	BillRefunds         int
+	BillRefundAmount    decimal.Decimal
+	BillFees            decimal.Decimal
+	LedgerPayments      int
+	LedgerPaymentAmount decimal.Decimal
+	LedgerRefunds       int
+	LedgerRefundAmount  decimal.Decimal
+	CreateTime          time.Time
+	UpdateTime          time.Time
+}
+
+func (runRecord) TableName() string { return runTable }
+
+func (r runRecord) run() model.ReconRun {
+	return model.ReconRun{
+		ID: r.ID, Provider: model.Provider(r.Provider), BillDate: r.BillDate, State: model.ReconState(r.State),
+		Attempts: r.Attempts, Owner: r.Owner, LeaseUntil: r.LeaseUntil, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Error: r.Error,
+		Bill: model.BillTotals{Payments: r.BillPayments, PaymentReceived: r.BillPaymentAmount, Refunds: r.BillRefunds,
+			RefundReceived: r.BillRefundAmount, Fees: r.BillFees},
+		Ledger: model.LedgerTotals{Payments: r.LedgerPayments, PaymentAmount: r.LedgerPaymentAmount,
+			Refunds: r.LedgerRefunds, RefundAmount: r.LedgerRefundAmount},
+		Counts: map[model.ReconOutcome]int{},
+	}
+}
+
+type reconAttemptRecord struct {
+	ID         int64 `gorm:"primaryKey"`
+	RunID      int64
+	AttemptNo  int
+	Owner      string
+	State      string
+	Error      string
+	Items      int
+	Repaired   int
+	StartedAt  time.Time
+	FinishedAt *time.Time
+}
+
+func (reconAttemptRecord) TableName() string { return reconAttemptTable }
+
+type itemRecord struct {
+	ID           int64 `gorm:"primaryKey"`
+	RunID        int64
+	AttemptNo    int
+	Outcome      string
+	Ref          string
+	TradeNo      string
+	OutTradeNo   string
+	OutRequestNo string
+	BillAmount   *decimal.Decimal
+	LedgerAmount *decimal.Decimal
+	Detail       string
+	ResolvedAt   *time.Time
+	ResolvedBy   string
+	Note         string
+	CreateTime   time.Time
+	UpdateTime   time.Time
+}
+
+func (itemRecord) TableName() string { return itemTable }
+
+func (r itemRecord) item() model.ReconItem {
+	return model.ReconItem{
+		ID: r.ID, RunID: r.RunID, AttemptNo: r.AttemptNo, Outcome: model.ReconOutcome(r.Outcome), Ref: r.Ref,
+		TradeNo: r.TradeNo, OutTradeNo: r.OutTradeNo, OutRequestNo: r.OutRequestNo, BillAmount: r.BillAmount,
+		LedgerAmount: r.LedgerAmount, Detail: r.Detail, ResolvedAt: r.ResolvedAt, ResolvedBy: r.ResolvedBy, Note: r.Note,
+	}
+}
+
+// ClaimRun claims the run of (provider, billDate) for owner until
+// now+lease — creating it if absent — unless another owner holds it with a
+// lease not yet ended (model.ErrRunBusy). The claim is a compare-and-set
+// on state and lease, so of two instances at once exactly one gets it. It
+// counts the attempt and records it in the history, and returns the run
+// and the attempt's number.
+func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate, owner string, now time.Time, lease time.Duration) (model.ReconRun, int, error) {
+	var run model.ReconRun
+	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		now := now.UTC()
+		if _, err := tx.insertOrKeep(ctx, runTable, []string{"provider", "bill_date"}, map[string]any{
+			"provider": provider, "bill_date": billDate, "state": model.ReconFailed, "lease_until": now,
+			"create_time": now, "update_time": now,
+		}); err != nil {
+			return err
+		}
+		res := tx.db.WithContext(ctx).Table(runTable).
+			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?)", provider, billDate, model.ReconRunning, now).
+			Updates(map[string]any{
+				"state": model.ReconRunning, "owner": owner, "lease_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1"),
+				"started_at": now, "finished_at": nil, "error": "", "update_time": now,
+			})
+		if res.Error != nil {
+			return mapErr(res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("%w: %s %s", model.ErrRunBusy, provider, billDate)
+		}
+		var r runRecord
+		if err := tx.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error; err != nil {
+			return mapErr(err)
+		}
+		run = r.run()
+		return mapErr(tx.db.WithContext(ctx).Create(&reconAttemptRecord{
+			RunID: r.ID, AttemptNo: r.Attempts, Owner: owner, State: string(model.ReconRunning), StartedAt: now,
+		}).Error)
+	})
+	return run, run.Attempts, err
+}
+
+// RenewRun extends owner's lease on a running run; model.ErrRunLost if
+// another instance took it meanwhile.
+func (s *Store) RenewRun(ctx context.Context, runID int64, owner string, until time.Time) error {
+	res := s.db.WithContext(ctx).Table(runTable).Where("id = ? AND owner = ? AND state = ?", runID, owner, model.ReconRunning).
+		Updates(map[string]any{"lease_until": until.UTC()})
+	if res.Error != nil {
+		return mapErr(res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	// MySQL counts a row updated to what it holds as unaffected: ask.
+	var n int64
+	if err := s.db.WithContext(ctx).Table(runTable).Where("id = ? AND owner = ? AND state = ?", runID, owner, model.ReconRunning).
+		Count(&n).Error; err != nil {
+		return mapErr(err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
+	}
+	return nil
+}
+
+// RunResult is how an attempt ended.
+type RunResult struct {
+	State    model.ReconState
+	Error    string
+	Bill     model.BillTotals
+	Ledger   model.LedgerTotals
+	Items    int
+	Repaired int
+}
+
+// FinishRun records how owner's attempt attemptNo ended, if owner still
+// holds the run (else model.ErrRunLost). Items of earlier attempts that
+// this one did not find again, and nobody resolved, are dropped: a run
+// recomputes its items.
+func (s *Store) FinishRun(ctx context.Context, runID int64, owner string, attemptNo int, r RunResult, now time.Time) error {
+	now = now.UTC()
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		res := tx.db.WithContext(ctx).Table(runTable).Where("id = ? AND owner = ? AND state = ?", runID, owner, model.ReconRunning).
+			Updates(map[string]any{
+				"state": r.State, "error": clip500(r.Error), "finished_at": now, "lease_until": now, "update_time": now,
+				"bill_payments": r.Bill.Payments, "bill_payment_amount": r.Bill.PaymentReceived.StringFixed(2),
+				"bill_refunds": r.Bill.Refunds, "bill_refund_amount": r.Bill.RefundReceived.StringFixed(2),
+				"bill_fees":       r.Bill.Fees.StringFixed(2),
+				"ledger_payments": r.Ledger.Payments, "ledger_payment_amount": r.Ledger.PaymentAmount.StringFixed(2),
+				"ledger_refunds": r.Ledger.Refunds, "ledger_refund_amount": r.Ledger.RefundAmount.StringFixed(2),
+			})
+		if res.Error != nil {
+			return mapErr(res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
+		}
+		if err := tx.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND attempt_no = ?", runID, attemptNo).
+			Updates(map[string]any{"state": r.State, "error": clip500(r.Error), "items": r.Items, "repaired": r.Repaired, "finished_at": now}).Error; err != nil {
+			return mapErr(err)
+		}
+		if r.State != model.ReconDone {
+			// A failed attempt read nothing: the items of the last good one stand.
+			return nil
+		}
+		return mapErr(tx.db.WithContext(ctx).Where("run_id = ? AND attempt_no < ? AND resolved_at IS NULL", runID, attemptNo).
+			Delete(&itemRecord{}).Error)
+	})
+}
+
+// SaveItems records what an attempt found, one row per (run, outcome,
+// ref): found again, a row takes the new amounts and attempt and keeps
+// its resolution.
+func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	recs := make([]itemRecord, len(items))
+	for i, it := range items {
+		recs[i] = itemRecord{
+			RunID: it.RunID, AttemptNo: it.AttemptNo, Outcome: string(it.Outcome), Ref: it.Ref, TradeNo: it.TradeNo,
+			OutTradeNo: it.OutTradeNo, OutRequestNo: it.OutRequestNo, BillAmount: it.BillAmount, LedgerAmount: it.LedgerAmount,
+			Detail: clip500(it.Detail), ResolvedAt: it.ResolvedAt, ResolvedBy: it.ResolvedBy, Note: it.Note,
+			CreateTime: now, UpdateTime: now,
+		}
+	}
+	return mapErr(s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "run_id"}, {Name: "outcome"}, {Name: "ref"}},
+		DoUpdates: clause.AssignmentColumns([]string{"attempt_no", "trade_no", "out_trade_no", "out_request_no",
+			"bill_amount", "ledger_amount", "detail", "update_time"}),
+	}).CreateInBatches(&recs, 200).Error)
+}
+
+// RecordSeen records bill lines matched to the ledger, in one transaction
+// with the event that books their fees: only lines not recorded before are
+// recorded, and newEvent (if it returns an event) is given just those.
+// Two runs recording one line at once cannot both record it: the second
+// finds the first's row and rolls back as model.ErrRetryable.
+func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, newEvent func(recorded []model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	var fresh []model.SeenLine
+	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		fresh = fresh[:0]
+		var pays, refunds []string
+		for _, l := range lines {
+			if l.Kind == model.BillRefund {
+				refunds = append(refunds, l.Ref)
+			} else {
+				pays = append(pays, l.Ref)
+			}
+		}
+		type key struct{ kind, ref string }
+		known := map[key]bool{}
+		for kind, refs := range map[model.BillKind][]string{model.BillPayment: pays, model.BillRefund: refunds} {
+			if len(refs) == 0 {
+				continue
+			}
+			var got []string
+			if err := tx.db.WithContext(ctx).Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ?", provider, kind, refs).
+				Pluck("ref", &got).Error; err != nil {
+				return mapErr(err)
+			}
+			for _, r := range got {
+				known[key{string(kind), r}] = true
+			}
+		}
+		now := time.Now().UTC()
+		var q strings.Builder
+		args := make([]any, 0, len(lines)*8)
+		q.WriteString("INSERT INTO recon_seen (provider, kind, ref, bill_date, trade_no, amount, fee, create_time) VALUES ")
+		for _, l := range lines {
+			k := key{string(l.Kind), l.Ref}
+			if known[k] {
+				continue
+			}
+			known[k] = true // a line twice in one batch is recorded once
+			if len(fresh) > 0 {
+				q.WriteString(",")
+			}
+			fresh = append(fresh, l)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, provider, string(l.Kind), l.Ref, billDate, l.TradeNo, l.Amount.StringFixed(2), l.Fee.StringFixed(2), now)
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		// A row recorded meanwhile is kept, not an error; the count below
+		// tells.
+		if s.driver == DriverMySQL {
+			q.WriteString(" ON DUPLICATE KEY UPDATE ref = ref")
+		} else {
+			q.WriteString(" ON CONFLICT (provider, kind, ref) DO NOTHING")
+		}
+		res := tx.db.WithContext(ctx).Exec(q.String(), args...)
+		if res.Error != nil {
+			return mapErr(res.Error)
+		}
+		if int(res.RowsAffected) != len(fresh) {
+			return fmt.Errorf("%w: bill lines recorded meanwhile by another run", errRetryable)
+		}
+		if newEvent == nil {
+			return nil
+		}
+		ev, err := newEvent(fresh)
+		if err != nil || ev == nil {
+			return err
+		}
+		return tx.insertEvents(ctx, *ev)
+	})
+	return fresh, err
+}
+
+// PaymentsByTradeNo reads, without locking, the payments recorded under
+// any of tradeNos.
+func (s *Store) PaymentsByTradeNo(ctx context.Context, provider model.Provider, tradeNos []string) (map[string]model.Payment, error) {
+	out := make(map[string]model.Payment, len(tradeNos))
+	if len(tradeNos) == 0 {
+		return out, nil
+	}
+	var ps []model.Payment
+	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
+		Where("provider = ? AND trade_no IN ?", provider, tradeNos).Find(&ps).Error
+	for _, p := range ps {
+		out[p.TradeNo] = p
+	}
+	return out, mapErr(err)
+}
+
+// RefundsByRequestNo reads, without locking, the refunds recorded under
+// any of outRequestNos.
+func (s *Store) RefundsByRequestNo(ctx context.Context, outRequestNos []string) (map[string]model.Refund, error) {
+	out := make(map[string]model.Refund, len(outRequestNos))
+	if len(outRequestNos) == 0 {
+		return out, nil
+	}
+	var recs []refundRecord
+	err := s.db.WithContext(ctx).Where("out_request_no IN ?", outRequestNos).Find(&recs).Error
+	for _, r := range recs {
+		out[r.OutRequestNo] = r.refund()
+	}
+	return out, mapErr(err)
+}
+
+// UnseenPayments lists up to limit payments of provider paid in [from, to)
+// that no bill line has matched: money our ledger says moved and Alipay's
+// bills do not show.
+func (s *Store) UnseenPayments(ctx context.Context, provider model.Provider, from, to time.Time, limit int) ([]model.Payment, error) {
+	var ps []model.Payment
+	err := s.db.WithContext(ctx).Table(paymentTable+" p").Select(paymentColumns).
+		Where("p.provider = ? AND p.paid_at >= ? AND p.paid_at < ?", provider, from.UTC(), to.UTC()).
+		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = p.provider AND s.kind = ? AND s.ref = p.trade_no)", model.BillPayment).
+		Order("p.paid_at, p.trade_no").Limit(limit).Find(&ps).Error
+	return ps, mapErr(err)
+}
+
+// UnseenRefunds lists up to limit refunds of provider we finished as
+// REFUNDED in [from, to) that no bill line has matched. Refunds recorded
+// from the bill itself (console refunds) are left out.
+func (s *Store) UnseenRefunds(ctx context.Context, provider model.Provider, from, to time.Time, limit int) ([]model.Refund, error) {
+	var recs []refundRecord
+	err := s.db.WithContext(ctx).Table(refundTable+" r").
+		Where("r.provider = ? AND r.state = ? AND r.kind <> ? AND r.update_time >= ? AND r.update_time < ?",
+			provider, model.RefundRefunded, model.RefundConsole, from.UTC(), to.UTC()).
+		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = r.provider AND s.kind = ? AND s.ref = r.out_request_no)", model.BillRefund).
+		Order("r.update_time, r.out_request_no").Limit(limit).Find(&recs).Error
+	out := make([]model.Refund, len(recs))
+	for i, r := range recs {
+		out[i] = r.refund()
+	}
+	return out, mapErr(err)
+}
+
+// LedgerTotals counts and sums provider's payments paid in [from, to) and
+// its refunds finished REFUNDED in it. SQLite keeps money as text, which
+// SUM would read as floats: it sums cents as integers instead.
+func (s *Store) LedgerTotals(ctx context.Context, provider model.Provider, from, to time.Time) (model.LedgerTotals, error) {
+	sum := "COALESCE(SUM(amount), 0)"
+	if s.driver == DriverSQLite {
+		sum = "COALESCE(SUM(CAST(REPLACE(amount, '.', '') AS INTEGER)), 0)"
+	}
+	var t model.LedgerTotals
+	var pays, refunds int64
+	var paySum, refundSum decimal.Decimal
+	row := s.db.WithContext(ctx).Raw("SELECT COUNT(*), "+sum+" FROM oms_order_payment WHERE provider = ? AND paid_at >= ? AND paid_at < ?",
+		provider, from.UTC(), to.UTC()).Row()
+	if err := row.Scan(&pays, &paySum); err != nil {
+		return t, mapErr(err)
+	}
+	row = s.db.WithContext(ctx).Raw("SELECT COUNT(*), "+sum+" FROM oms_refund WHERE provider = ? AND state = ? AND update_time >= ? AND update_time < ?",
+		provider, model.RefundRefunded, from.UTC(), to.UTC()).Row()
+	if err := row.Scan(&refunds, &refundSum); err != nil {
+		return t, mapErr(err)
+	}
+	if s.driver == DriverSQLite {
+		paySum, refundSum = paySum.Shift(-2), refundSum.Shift(-2)
+	}
+	return model.LedgerTotals{Payments: int(pays), PaymentAmount: paySum, Refunds: int(refunds), RefundAmount: refundSum}, nil
+}
+
+// ReconRun reads the run of (provider, billDate) with its item counts.
+func (s *Store) ReconRun(ctx context.Context, provider model.Provider, billDate string) (model.ReconRun, error) {
+	var r runRecord
+	err := s.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.ReconRun{}, fmt.Errorf("%w: %s %s", model.ErrRunNotFound, provider, billDate)
+	}
+	if err != nil {
+		return model.ReconRun{}, mapErr(err)
+	}
+	runs := []model.ReconRun{r.run()}
+	return runs[0], s.countItems(ctx, runs)
+}
+
+// ReconRuns lists up to limit runs of provider, newest bill date first,
+// with their item counts.
+func (s *Store) ReconRuns(ctx context.Context, provider model.Provider, limit int) ([]model.ReconRun, error) {
+	var recs []runRecord
+	if err := s.db.WithContext(ctx).Where("provider = ?", provider).Order("bill_date DESC").Limit(limit).Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	runs := make([]model.ReconRun, len(recs))
+	for i, r := range recs {
+		runs[i] = r.run()
+	}
+	return runs, s.countItems(ctx, runs)
+}
+
+// countItems fills each run's counts per outcome and unresolved count.
+func (s *Store) countItems(ctx context.Context, runs []model.ReconRun) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(runs))
+	at := make(map[int64]*model.ReconRun, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+		at[runs[i].ID] = &runs[i]
+	}
+	rows, err := s.db.WithContext(ctx).Table(itemTable).
+		Select("run_id, outcome, COUNT(*), SUM(CASE WHEN resolved_at IS NULL THEN 1 ELSE 0 END)").
+		Where("run_id IN ?", ids).Group("run_id, outcome").Rows()
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var outcome string
+		var n, open int
+		if err := rows.Scan(&id, &outcome, &n, &open); err != nil {
+			return mapErr(err)
+		}
+		at[id].Counts[model.ReconOutcome(outcome)] = n
+		at[id].Unresolved += open
+	}
+	return mapErr(rows.Err())
+}
+
+// ReconAttempts lists a run's attempts, first first.
+func (s *Store) ReconAttempts(ctx context.Context, runID int64) ([]model.ReconAttempt, error) {
+	var recs []reconAttemptRecord
+	if err := s.db.WithContext(ctx).Where("run_id = ?", runID).Order("attempt_no").Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.ReconAttempt, len(recs))
+	for i, r := range recs {
+		out[i] = model.ReconAttempt{AttemptNo: r.AttemptNo, Owner: r.Owner, State: model.ReconState(r.State), Error: r.Error,
+			Items: r.Items, Repaired: r.Repaired, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	}
+	return out, nil
+}
+
+// ReconItems lists up to limit items of a run, of one outcome if outcome
+// is not empty, by id.
+func (s *Store) ReconItems(ctx context.Context, runID int64, outcome model.ReconOutcome, limit int) ([]model.ReconItem, error) {
+	q := s.db.WithContext(ctx).Where("run_id = ?", runID)
+	if outcome != "" {
+		q = q.Where("outcome = ?", outcome)
+	}
+	var recs []itemRecord
+	if err := q.Order("id").Limit(limit).Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]model.ReconItem, len(recs))
+	for i, r := range recs {
+		out[i] = r.item()
+	}
+	return out, nil
+}
+
+// ResolveItem records an operator's resolution of item id of run runID,
+// once: an item resolved already keeps its first resolution and is
+// returned as it stands.
+func (s *Store) ResolveItem(ctx context.Context, runID, id int64, by, note string, now time.Time) (model.ReconItem, error) {
+	if err := s.db.WithContext(ctx).Table(itemTable).Where("id = ? AND run_id = ? AND resolved_at IS NULL", id, runID).
+		Updates(map[string]any{"resolved_at": now.UTC(), "resolved_by": by, "note": note, "update_time": now.UTC()}).Error; err != nil {
+		return model.ReconItem{}, mapErr(err)
+	}
+	var r itemRecord
+	err := s.db.WithContext(ctx).Where("id = ? AND run_id = ?", id, runID).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return model.ReconItem{}, fmt.Errorf("%w: %d", model.ErrItemNotFound, id)
+	}
+	return r.item(), mapErr(err)
+}
+
+// RunDates lists the bill dates of provider's runs in state since
+// (inclusive, yyyy-MM-dd), oldest first.
+func (s *Store) RunDates(ctx context.Context, provider model.Provider, state model.ReconState, since string) ([]string, error) {
+	var dates []string
+	err := s.db.WithContext(ctx).Table(runTable).Where("provider = ? AND state = ? AND bill_date >= ?", provider, state, since).
+		Order("bill_date").Pluck("bill_date", &dates).Error
+	return dates, mapErr(err)
+}
+
+// RecordConsoleRefund records a refund found in Alipay's bill that we
+// never asked for, as REFUNDED (so no worker ever executes it), unless its
+// out_request_no is recorded already — through the entry point of its
+// payment: the order's lock first, or the payment's when it has no order.
+func (s *Store) RecordConsoleRefund(ctx context.Context, f model.Refund) error {
+	if f.OrderID == 0 {
+		return s.UpdateOrderless(ctx, f.Provider, f.TradeNo, func(ctx context.Context, tx *OrderlessTx, _ model.Payment) error {
+			return tx.InsertFinishedRefund(ctx, f)
+		})
+	}
+	return s.UpdateOrder(ctx, OrderID(f.OrderID), ForUpdate, func(ctx context.Context, tx *OrderTx, _ model.Order) error {
+		return tx.InsertFinishedRefund(ctx, f)
+	})
+}
+
+// InsertFinishedRefund records a refund of the order that is already
+// REFUNDED (found in Alipay's bill), unless its out_request_no exists.
+func (tx *OrderTx) InsertFinishedRefund(ctx context.Context, f model.Refund) error {
+	if err := tx.own(f.OrderID); err != nil {
+		return err
+	}
+	if err := tx.step(rankOrderRows); err != nil {
+		return err
+	}
+	return tx.s.insertFinishedRefund(ctx, f)
+}
+
+// insertFinishedRefund inserts a refund already REFUNDED, unless its
+// out_request_no exists.
+func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) error {
+	now := time.Now().UTC()
+	row := map[string]any{
+		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
+		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "amount": f.Amount.StringFixed(2), "reason": f.Reason,
+		"state": model.RefundRefunded, "next_attempt_at": now, "create_time": now, "update_time": now,
+	}
+	if f.OrderID != 0 {
+		row["order_id"] = f.OrderID
+	}
+	_, err := s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
+	return err
+}

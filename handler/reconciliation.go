@@ -1,0 +1,166 @@
+package handler
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// Reconciliations serves the reconciliation views under /admin: runs,
+// their items, and an operator's resolution of an item.
+type Reconciliations struct {
+	recon *service.Reconciliations
+}
+
+// List handles GET /admin/reconciliations?limit=N: the latest runs, newest
+// date first, each with its state, its counts per outcome and the bill's
+// totals against the ledger's.
+func (h *Reconciliations) List(c *gin.Context) {
+	limit, err := strconv.Atoi(c.DefaultQuery("limit", "60"))
+	if err != nil || limit < 1 || limit > 366 {
+		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 366")
+		return
+	}
+	runs, err := h.recon.Runs(c.Request.Context(), limit)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	out := make([]runView, len(runs))
+	for i, r := range runs {
+		out[i] = newRunView(r)
+	}
+	writeJSON(c, http.StatusOK, gin.H{"reconciliations": out})
+}
+
+// Detail handles GET /admin/reconciliations/{date}?outcome=X&limit=N: a
+// run with its attempts and its items, of one outcome if asked.
+func (h *Reconciliations) Detail(c *gin.Context) {
+	limit, err := strconv.Atoi(c.DefaultQuery("limit", "1000"))
+	if err != nil || limit < 1 || limit > 10000 {
+		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 10000")
+		return
+	}
+	d, err := h.recon.Detail(c.Request.Context(), c.Param("date"), model.ReconOutcome(c.Query("outcome")), limit)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	items := make([]itemView, len(d.Items))
+	for i, it := range d.Items {
+		items[i] = newItemView(it)
+	}
+	writeJSON(c, http.StatusOK, gin.H{"reconciliation": newRunView(d.ReconRun), "attempts": d.History, "items": items})
+}
+
+// Run handles POST /admin/reconciliations/{date}/run: reconciles the date
+// now (again, if it ran before: items are recomputed, nothing repaired
+// twice) and answers the run as it ended. 409 reconciliation_running when
+// another instance holds the date.
+func (h *Reconciliations) Run(c *gin.Context) {
+	run, err := h.recon.Run(c.Request.Context(), c.Param("date"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, newRunView(run))
+}
+
+// Resolve handles POST /admin/reconciliations/{date}/items/{id}/resolve
+// with {"note": "...", "operator": "..."}: the item is marked resolved
+// with the note, once; a second resolution returns the first.
+func (h *Reconciliations) Resolve(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		apiError(c, fmt.Errorf("%w: item id %q", model.ErrItemNotFound, c.Param("id")))
+		return
+	}
+	var req struct {
+		Note     string `json:"note"`
+		Operator string `json:"operator"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		apiError(c, err)
+		return
+	}
+	if req.Operator == "" {
+		req.Operator = "admin"
+	}
+	it, err := h.recon.ResolveItem(c.Request.Context(), c.Param("date"), id, req.Operator, req.Note)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, newItemView(it))
+}
+
+// runView is a run as operators read it: money as strings with two
+// decimals.
+type runView struct {
+	BillDate   string         `json:"bill_date"`
+	State      string         `json:"state"`
+	Attempts   int            `json:"attempts"`
+	StartedAt  string         `json:"started_at,omitempty"`
+	FinishedAt string         `json:"finished_at,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Counts     map[string]int `json:"counts"`
+	Unresolved int            `json:"unresolved"`
+	Bill       gin.H          `json:"bill"`
+	Ledger     gin.H          `json:"ledger"`
+}
+
+func newRunView(r model.ReconRun) runView {
+	v := runView{BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
+		Counts: map[string]int{}, Unresolved: r.Unresolved,
+		Bill: gin.H{"payments": r.Bill.Payments, "payment_amount": r.Bill.PaymentReceived.StringFixed(2),
+			"refunds": r.Bill.Refunds, "refund_amount": r.Bill.RefundReceived.Neg().StringFixed(2), "fees": r.Bill.Fees.Neg().StringFixed(2)},
+		Ledger: gin.H{"payments": r.Ledger.Payments, "payment_amount": r.Ledger.PaymentAmount.StringFixed(2),
+			"refunds": r.Ledger.Refunds, "refund_amount": r.Ledger.RefundAmount.StringFixed(2)},
+	}
+	for _, o := range model.ReconOutcomes {
+		v.Counts[string(o)] = r.Counts[o]
+	}
+	if r.StartedAt != nil {
+		v.StartedAt = r.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if r.FinishedAt != nil {
+		v.FinishedAt = r.FinishedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return v
+}
+
+// itemView is one item as operators read it.
+type itemView struct {
+	ID           int64  `json:"id"`
+	Outcome      string `json:"outcome"`
+	TradeNo      string `json:"trade_no,omitempty"`
+	OutTradeNo   string `json:"out_trade_no,omitempty"`
+	OutRequestNo string `json:"out_request_no,omitempty"`
+	BillAmount   string `json:"bill_amount,omitempty"`
+	LedgerAmount string `json:"ledger_amount,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+	Resolved     bool   `json:"resolved"`
+	ResolvedAt   string `json:"resolved_at,omitempty"`
+	ResolvedBy   string `json:"resolved_by,omitempty"`
+	Note         string `json:"note,omitempty"`
+}
+
+func newItemView(it model.ReconItem) itemView {
+	v := itemView{ID: it.ID, Outcome: string(it.Outcome), TradeNo: it.TradeNo, OutTradeNo: it.OutTradeNo,
+		OutRequestNo: it.OutRequestNo, Detail: it.Detail, Resolved: it.ResolvedAt != nil, ResolvedBy: it.ResolvedBy, Note: it.Note}
+	if it.BillAmount != nil {
+		v.BillAmount = it.BillAmount.StringFixed(2)
+	}
+	if it.LedgerAmount != nil {
+		v.LedgerAmount = it.LedgerAmount.StringFixed(2)
+	}
+	if it.ResolvedAt != nil {
+		v.ResolvedAt = it.ResolvedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return v
+}

@@ -1,0 +1,496 @@
+package service_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/alipay"
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/fakealipay"
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// reconDay is the Beijing day the reconciliation tests' business happens
+// on; the runs happen the next morning.
+const reconDay = "2026-11-30"
+
+// bjTime is a Beijing wall time.
+func bjTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.ParseInLocation("2006-01-02 15:04:05", s, model.Beijing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// settable is a clock tests move.
+type settable struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *settable) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at }
+
+// reconRig is the service and a fake Alipay whose clock the test holds:
+// what the fake records at "10:00 on the 30th" is in the bill of the 30th,
+// and runs happen on the morning of the 1st.
+type reconRig struct {
+	store    *dao.Store
+	fake     *fakealipay.Server
+	gw       *alipay.Client
+	payments *service.Payments
+	refunds  *service.Refunds
+	recon    *service.Reconciliations
+	clock    *settable
+}
+
+func newReconRig(t *testing.T, store *dao.Store) *reconRig {
+	t.Helper()
+	r := &reconRig{store: store, clock: &settable{at: bjTime(t, reconDay+" 10:00:00")}}
+	var err error
+	r.fake, err = fakealipay.New(fakealipay.Config{
+		AppID: rigAppID, SellerID: rigSellerID, PrivateKey: readDevKey(t, "alipay_private_key.pem"),
+		AppPublicKey: readDevKey(t, "app_public_key.pem"), Now: r.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway := httptest.NewServer(r.fake.Handler())
+	t.Cleanup(gateway.Close)
+	t.Cleanup(r.fake.Close)
+	r.gw, err = alipay.New(alipay.Config{
+		AppID: rigAppID, SellerID: rigSellerID, AppPrivateKey: readDevKey(t, "app_private_key.pem"),
+		AlipayPublicKey: readDevKey(t, "alipay_public_key.pem"), SandboxGateway: r.fake.GatewayURL(gateway.URL),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.payments = service.NewPayments(store)
+	r.refunds = service.NewRefunds(store, r.gw, quietLog)
+	r.recon = r.instance("instance-a")
+	return r
+}
+
+// instance is another process's Reconciliations over the same store.
+func (r *reconRig) instance(owner string) *service.Reconciliations {
+	rec := service.NewReconciliations(r.store, billsOf(r.gw), r.payments, quietLog)
+	rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
+	rec.SetOwner(owner)
+	rec.Batch = 2 // several batches even for a handful of lines
+	return rec
+}
+
+// billsOf is the service's BillSource over paynotify's Alipay client, as
+// main wires it.
+func billsOf(c *alipay.Client) service.BillSource {
+	return service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+		b, err := c.TradeBill(ctx, day)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+}
+
+// order inserts an order awaiting payment of amount and returns its id.
+func (r *reconRig) order(t *testing.T, sn, amount string) int64 {
+	t.Helper()
+	res, err := r.store.SQL().Exec("INSERT INTO oms_order (order_sn, member_id, pay_amount) VALUES (?, 1, ?)", sn, amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// notify applies a verified paying notification of the fake's clock.
+func (r *reconRig) notify(t *testing.T, outTradeNo, tradeNo, amount string) model.Outcome {
+	t.Helper()
+	at := r.clock.Now().UTC()
+	_, outcome, err := r.payments.Observe(ctx, model.Notification{
+		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess, OutTradeNo: outTradeNo, TradeNo: tradeNo,
+		TotalAmount: decimal.RequireFromString(amount), GmtPayment: &at,
+	})
+	if err != nil {
+		t.Fatalf("notify %s: %v", tradeNo, err)
+	}
+	return outcome
+}
+
+func (r *reconRig) run(t *testing.T, rec *service.Reconciliations, date string) model.ReconRun {
+	t.Helper()
+	run, err := rec.Run(ctx, date)
+	if err != nil {
+		t.Fatalf("run %s: %v", date, err)
+	}
+	return run
+}
+
+func (r *reconRig) items(t *testing.T, date string, outcome model.ReconOutcome) []model.ReconItem {
+	t.Helper()
+	d, err := r.recon.Detail(ctx, date, outcome, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Items
+}
+
+func (r *reconRig) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := r.store.SQL().QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// A notification lost for good — its attempt already retired — is repaired
+// by the run through the notification path: the order paid, one APPLIED,
+// one order.paid; the fee booked once; a second run repairs nothing.
+func TestReconcileRepairsLostPayment(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		id := r.order(t, "RC-LOST", "88.00")
+		if _, err := store.SQL().Exec(`INSERT INTO oms_pay_attempt (order_id, attempt_no, out_trade_no, method, amount, state)
+			VALUES (?, 2, 'RC-LOST-2', 'qr', '88.00', ?)`, id, model.AttemptExpired); err != nil {
+			t.Fatal(err)
+		}
+		// Paid at Alipay; the notification never came, the query gave up.
+		r.fake.AddPaidTrade("RC-LOST-2", "2026113022001400000000000101", dec("88.00"), r.clock.Now())
+		// A payment the ledger has too, matched as it is.
+		r.order(t, "RC-OK", "10.00")
+		r.fake.AddPaidTrade("RC-OK", "2026113022001400000000000102", dec("10.00"), r.clock.Now())
+		r.notify(t, "RC-OK", "2026113022001400000000000102", "10.00")
+
+		run := r.run(t, r.recon, reconDay)
+		if run.State != model.ReconDone || run.Counts[model.ReconRepaired] != 1 || run.Unresolved != 0 {
+			t.Fatalf("run %+v", run)
+		}
+		if !run.Bill.PaymentReceived.Equal(dec("98.00")) || run.Bill.Payments != 2 || run.Ledger.Payments != 2 ||
+			!run.Ledger.PaymentAmount.Equal(dec("98.00")) {
+			t.Errorf("bill %+v vs ledger %+v", run.Bill, run.Ledger)
+		}
+		check := func() {
+			t.Helper()
+			if o := mustGetOrder(t, store, "RC-LOST"); o.Status != model.OrderPaid {
+				t.Errorf("order status %d, want paid", o.Status)
+			}
+			if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment WHERE order_id = ? AND state = 'APPLIED'", id); n != 1 {
+				t.Errorf("%d APPLIED payments", n)
+			}
+			if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE aggregate_id = ? AND event_type = ?", id, model.EventOrderPaid); n != 1 {
+				t.Errorf("%d order.paid events", n)
+			}
+			// 88.00 and 10.00 at 0.6 %: 0.53 + 0.06, booked once.
+			if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE event_type = ?", model.EventFeesBooked); n == 0 {
+				t.Errorf("no fee event")
+			}
+			var fees []model.FeeEventData
+			rows, err := store.SQL().Query("SELECT payload FROM outbox WHERE event_type = ?", model.EventFeesBooked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			sum := decimal.Zero
+			for rows.Next() {
+				var payload string
+				rows.Scan(&payload)
+				var ev model.Event
+				mustJSON(t, payload, &ev)
+				var d model.FeeEventData
+				mustJSON(t, string(ev.Data), &d)
+				fees = append(fees, d)
+				sum = sum.Add(dec(d.Amount))
+			}
+			if !sum.Equal(dec("0.59")) {
+				t.Errorf("fees booked %s (%+v), want 0.59 once", sum, fees)
+			}
+		}
+		check()
+
+		// The same date again: recomputed, nothing repaired twice.
+		again := r.run(t, r.recon, reconDay)
+		if again.Attempts != 2 || again.State != model.ReconDone || again.Counts[model.ReconRepaired] != 1 {
+			t.Fatalf("second run %+v", again)
+		}
+		check()
+	})
+}
+
+func mustJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+}
+
+// A payment our ledger holds that Alipay never settled (a forged but
+// verified notification) is MISSING_AT_ALIPAY and changes nothing; so is
+// a refund we hold as made that the bill lacks. An amount that differs is
+// AMOUNT_DIFFERS. The exit status a cron job sees is "differences".
+func TestReconcileMissingAndDiffering(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		forged := r.order(t, "RC-FORGED", "50.00")
+		r.notify(t, "RC-FORGED", "2026113022001400000000000201", "50.00") // the fake never heard of it
+		r.order(t, "RC-DIFF", "20.00")
+		r.fake.AddPaidTrade("RC-DIFF", "2026113022001400000000000202", dec("20.00"), r.clock.Now())
+		r.notify(t, "RC-DIFF", "2026113022001400000000000202", "20.00")
+		r.fake.BillAmount("2026113022001400000000000202", dec("19.00"))
+
+		run := r.run(t, r.recon, reconDay)
+		if run.Counts[model.ReconMissingAtAlipay] != 1 || run.Counts[model.ReconAmountDiffers] != 1 || run.Unresolved != 2 {
+			t.Fatalf("run %+v", run)
+		}
+		miss := r.items(t, reconDay, model.ReconMissingAtAlipay)
+		if len(miss) != 1 || miss[0].TradeNo != "2026113022001400000000000201" || !miss[0].LedgerAmount.Equal(dec("50.00")) || miss[0].BillAmount != nil {
+			t.Fatalf("missing items %+v", miss)
+		}
+		diff := r.items(t, reconDay, model.ReconAmountDiffers)
+		if len(diff) != 1 || !diff[0].BillAmount.Equal(dec("19.00")) || !diff[0].LedgerAmount.Equal(dec("20.00")) {
+			t.Fatalf("differing items %+v", diff)
+		}
+		if o := mustGetOrder(t, store, "RC-FORGED"); o.Status != model.OrderPaid {
+			t.Errorf("the forged payment's order changed: %d", o.Status)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment WHERE order_id = ? AND state = 'APPLIED'", forged); n != 1 {
+			t.Errorf("the forged payment changed: %d APPLIED", n)
+		}
+
+		// Resolved with a note, recorded; the first resolution stands.
+		it, err := r.recon.ResolveItem(ctx, reconDay, miss[0].ID, "ops-ann", "Alipay confirms: forged; police report 42")
+		if err != nil || it.ResolvedAt == nil || it.ResolvedBy != "ops-ann" || it.Note != "Alipay confirms: forged; police report 42" {
+			t.Fatalf("resolve: %+v %v", it, err)
+		}
+		it, err = r.recon.ResolveItem(ctx, reconDay, miss[0].ID, "ops-bob", "again")
+		if err != nil || it.ResolvedBy != "ops-ann" {
+			t.Fatalf("second resolve: %+v %v", it, err)
+		}
+		if _, err := r.recon.ResolveItem(ctx, reconDay, 999999, "ops-bob", "x"); !errors.Is(err, model.ErrItemNotFound) {
+			t.Fatalf("resolve unknown item: %v", err)
+		}
+		// A re-run finds the same, and keeps the resolution.
+		again := r.run(t, r.recon, reconDay)
+		if again.Unresolved != 1 || again.Counts[model.ReconMissingAtAlipay] != 1 {
+			t.Fatalf("re-run %+v", again)
+		}
+		if m := r.items(t, reconDay, model.ReconMissingAtAlipay); len(m) != 1 || m[0].ResolvedBy != "ops-ann" {
+			t.Fatalf("re-run lost the resolution: %+v", m)
+		}
+	})
+}
+
+// A refund made from the merchant console is UNKNOWN_REFUND, recorded
+// against its payment: an operator's refund later can only take what is
+// left.
+func TestReconcileConsoleRefund(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-CONSOLE", "100.00")
+		const tradeNo = "2026113022001400000000000301"
+		r.fake.AddPaidTrade("RC-CONSOLE", tradeNo, dec("100.00"), r.clock.Now())
+		r.notify(t, "RC-CONSOLE", tradeNo, "100.00")
+		if err := r.fake.ConsoleRefund(tradeNo, "CONSOLE-301", dec("70.00")); err != nil {
+			t.Fatal(err)
+		}
+		run := r.run(t, r.recon, reconDay)
+		if run.Counts[model.ReconUnknownRefund] != 1 || run.Bill.Refunds != 1 {
+			t.Fatalf("run %+v", run)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-CONSOLE", "rma-1", dec("40.00"), "returned"); !errors.Is(err, model.ErrRefundTooLarge) {
+			t.Fatalf("refund of 40.00 of the 30.00 left: %v", err)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-CONSOLE", "rma-2", dec("30.00"), "returned"); err != nil {
+			t.Fatalf("refund of the 30.00 left: %v", err)
+		}
+		again := r.run(t, r.recon, reconDay)
+		if again.Counts[model.ReconUnknownRefund] != 1 {
+			t.Fatalf("re-run %+v", again)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_refund WHERE kind = 'CONSOLE'"); n != 1 {
+			t.Errorf("%d console refunds recorded", n)
+		}
+	})
+}
+
+// A damaged bill fails the run with the reason and repairs nothing; a
+// day Alipay has no bill for is "no business", and our payments of it are
+// missing at Alipay.
+func TestReconcileBadOrNoBill(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-BAD", "5.00")
+		r.fake.AddPaidTrade("RC-BAD", "2026113022001400000000000401", dec("5.00"), r.clock.Now())
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, _ := zw.Create("2088000000000001_20261130_业务明细.csv")
+		w.Write([]byte("支付宝交易号,商户订单号\n")) // UTF-8, no markers
+		zw.Close()
+		r.fake.ServeBill(reconDay, b.Bytes())
+		run := r.run(t, r.recon, reconDay)
+		if run.State != model.ReconFailed || run.Error == "" {
+			t.Fatalf("run of a damaged bill %+v", run)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment"); n != 0 {
+			t.Fatalf("a failed run recorded %d payments", n)
+		}
+		if d, _ := r.recon.Detail(ctx, reconDay, "", 0); len(d.Items) != 0 || len(d.History) != 1 || d.History[0].State != model.ReconFailed {
+			t.Fatalf("failed run detail %+v", d)
+		}
+
+		// The day after: no business at Alipay, one payment in our ledger.
+		const next = "2026-12-01"
+		r.clock.mu.Lock()
+		r.clock.at = bjTime(t, next+" 12:00:00")
+		r.clock.mu.Unlock()
+		r.order(t, "RC-NOBILL", "7.00")
+		r.notify(t, "RC-NOBILL", "2026120122001400000000000402", "7.00")
+		nb := r.run(t, r.recon, next)
+		if nb.State != model.ReconDone || nb.Counts[model.ReconMissingAtAlipay] != 1 || nb.Bill.Payments != 0 {
+			t.Fatalf("no-bill day %+v", nb)
+		}
+	})
+}
+
+// Alipay may put a payment of 23:59:59 in the next day's bill: the day's
+// run does not call it missing, the next day's matches it.
+func TestReconcileNeighbouringDay(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.clock.mu.Lock()
+		r.clock.at = bjTime(t, reconDay+" 23:59:59")
+		r.clock.mu.Unlock()
+		r.order(t, "RC-LATE", "3.00")
+		const tradeNo = "2026113022001400000000000501"
+		r.fake.AddPaidTrade("RC-LATE", tradeNo, dec("3.00"), r.clock.Now())
+		r.notify(t, "RC-LATE", tradeNo, "3.00")
+		r.fake.BillFinishedAt(tradeNo, bjTime(t, "2026-12-01 00:00:02"))
+		r.order(t, "RC-EARLY", "4.00")
+		r.fake.AddPaidTrade("RC-EARLY", "2026113022001400000000000502", dec("4.00"), bjTime(t, reconDay+" 08:00:00"))
+		r.notify(t, "RC-EARLY", "2026113022001400000000000502", "4.00")
+
+		if run := r.run(t, r.recon, reconDay); run.State != model.ReconDone || run.Unresolved != 0 {
+			t.Fatalf("day run %+v", run)
+		}
+		r.clock.mu.Lock()
+		r.clock.at = bjTime(t, "2026-12-01 10:00:00")
+		r.clock.mu.Unlock()
+		if run := r.run(t, r.recon, "2026-12-01"); run.State != model.ReconDone || run.Unresolved != 0 || run.Bill.Payments != 1 {
+			t.Fatalf("next day's run %+v", run)
+		}
+	})
+}
+
+// Two instances reconciling one date at once repair once, whichever
+// claims the date first — and each is seen to win. The other finds the
+// date held (ErrRunBusy) or, if the winner had already finished, runs it
+// again and repairs nothing.
+func TestReconcileTwoInstances(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		a, b := r.instance("instance-a"), r.instance("instance-b")
+		seen := map[string]bool{}
+		first := bjTime(t, reconDay+" 10:00:00")
+		for round := 0; round < 100 && !(seen["instance-a"] && seen["instance-b"]); round++ {
+			// Each round is a day of its own, further back.
+			at := first.AddDate(0, 0, -round)
+			date := at.Format("2006-01-02")
+			r.clock.mu.Lock()
+			r.clock.at = at
+			r.clock.mu.Unlock()
+			sn := fmt.Sprintf("RC-TWO-%d", round)
+			id := r.order(t, sn, "9.00")
+			r.fake.AddPaidTrade(sn, fmt.Sprintf("2026113022001400000000%06d", 600+round), dec("9.00"), at)
+			var runs [2]model.ReconRun
+			var errs [2]error
+			startAll(2, func(i int) {
+				runs[i], errs[i] = []*service.Reconciliations{a, b}[i].Run(ctx, date)
+			})
+			busy := 0
+			for i, err := range errs {
+				switch {
+				case errors.Is(err, model.ErrRunBusy):
+					busy++
+				case err != nil:
+					t.Fatalf("instance %d: %v", i, err)
+				case runs[i].State != model.ReconDone:
+					t.Fatalf("instance %d: %+v", i, runs[i])
+				}
+			}
+			if busy == 2 {
+				t.Fatal("both instances found the date busy")
+			}
+			var winner string
+			if err := store.SQL().QueryRow(`SELECT a.owner FROM recon_attempt a JOIN recon_run r ON r.id = a.run_id
+				WHERE r.bill_date = ? AND a.attempt_no = 1`, date).Scan(&winner); err != nil {
+				t.Fatal(err)
+			}
+			seen[winner] = true
+			if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment WHERE order_id = ?", id); n != 1 {
+				t.Fatalf("%s: %d payments recorded", date, n)
+			}
+			if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE aggregate_id = ? AND event_type = ?", id, model.EventOrderPaid); n != 1 {
+				t.Fatalf("%s: %d order.paid events", date, n)
+			}
+			if n := r.count(t, "SELECT COUNT(*) FROM recon_item WHERE outcome = 'REPAIRED' AND trade_no LIKE ?", fmt.Sprintf("%%%06d", 600+round)); n != 1 {
+				t.Fatalf("%s: %d REPAIRED items", date, n)
+			}
+		}
+		if !seen["instance-a"] || !seen["instance-b"] {
+			t.Fatalf("outcomes seen %v: the race did not show both", seen)
+		}
+	})
+}
+
+// The daily job runs yesterday once the time of day has come, and retries
+// a failed date — not at once, an hour later — until it succeeds.
+func TestReconcileDailyJob(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-DAILY", "6.00")
+		r.fake.AddPaidTrade("RC-DAILY", "2026113022001400000000000701", dec("6.00"), r.clock.Now())
+		rec := service.NewReconciliations(store, billsOf(r.gw), r.payments, quietLog)
+		var now time.Time
+		rec.SetClock(func() time.Time { return now })
+		round := func(at string, want int) {
+			t.Helper()
+			now = bjTime(t, at)
+			n, err := rec.RunOnce(ctx)
+			if err != nil || n != want {
+				t.Fatalf("at %s: %d runs, %v; want %d", at, n, err, want)
+			}
+		}
+		round("2026-12-01 09:29:00", 0) // before RECON_AT: the bill may not be out
+		r.fake.ServeBill(reconDay, []byte("not a zip"))
+		round("2026-12-01 09:30:00", 1) // failed
+		if run, _ := r.recon.Detail(ctx, reconDay, "", 0); run.State != model.ReconFailed {
+			t.Fatalf("run %+v", run.ReconRun)
+		}
+		round("2026-12-01 09:45:00", 0) // failed a quarter of an hour ago: later
+		r.fake.ServeBill(reconDay, nil)
+		round("2026-12-01 10:31:00", 1)
+		d, _ := r.recon.Detail(ctx, reconDay, "", 0)
+		if d.State != model.ReconDone || d.Counts[model.ReconRepaired] != 1 || len(d.History) != 2 {
+			t.Fatalf("run %+v", d)
+		}
+		round("2026-12-01 12:00:00", 0) // done: not again
+	})
+}

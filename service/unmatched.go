@@ -1,0 +1,150 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// Payments without an order (UNMATCHED): recorded by Payments.Observe when
+// a verified payment's out_trade_no names no order, refunded when an
+// operator says so: UNMATCHED → REFUND_PENDING → REFUNDING → REFUNDED,
+// through the same worker as every automatic refund. Their transactions
+// lock the payment row first, having no order row (dao.UpdateOrderless).
+
+// RefundUnmatched asks for an UNMATCHED payment to be refunded in full,
+// under an operator's idempotency key: UNMATCHED → REFUND_PENDING, which
+// the refund worker carries on. The same key again answers the payment as
+// it stands; another key, or a payment that has an order, is
+// model.ErrNotUnmatched.
+func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (model.Payment, error) {
+	if !model.ValidIdempotencyKey(key) {
+		return model.Payment{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
+	}
+	if !model.ValidID(tradeNo) {
+		return model.Payment{}, fmt.Errorf("%w: %q", model.ErrPaymentNotFound, tradeNo)
+	}
+	var out model.Payment
+	err := r.store.UpdateOrderless(ctx, model.ProviderAlipay, tradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
+		out = p
+		if p.State == model.PaymentUnmatched {
+			moved, err := tx.SetPaymentState(ctx, model.PaymentUnmatched, model.PaymentRefundPending)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return fmt.Errorf("%w: payment %q changed under its lock", model.ErrStateChanged, tradeNo)
+			}
+			out.State = model.PaymentRefundPending
+			return tx.SetRefundKey(ctx, key)
+		}
+		prev, err := tx.RefundKey(ctx)
+		if err != nil {
+			return err
+		}
+		if prev != key {
+			return fmt.Errorf("%w: payment %q is %s", model.ErrNotUnmatched, tradeNo, p.State)
+		}
+		return nil // the same request again
+	})
+	if errors.Is(err, dao.ErrLockOrder) {
+		return model.Payment{}, fmt.Errorf("%w: payment %q belongs to an order: refund the order", model.ErrNotUnmatched, tradeNo)
+	}
+	if err == nil {
+		r.log.Info("unmatched payment to be refunded", "trade_no", tradeNo, "amount", out.Amount)
+	}
+	return out, err
+}
+
+// leftOf is what is left of p after its refunds that did not fail —
+// including those made outside this service and found in Alipay's bill.
+func leftOf(p model.Payment, refunds []model.Refund) decimal.Decimal {
+	left := p.Amount
+	for _, f := range refunds {
+		if f.TradeNo == p.TradeNo && f.State != model.RefundFailed {
+			left = left.Sub(f.Amount)
+		}
+	}
+	return left
+}
+
+// enqueueOrderless turns a REFUND_PENDING payment without an order into
+// its refund (payment → REFUNDING), under the payment's lock.
+func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment) (bool, error) {
+	enqueued := false
+	err := r.store.UpdateOrderless(ctx, p.Provider, p.TradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
+		enqueued = false
+		refunds, err := tx.Refunds(ctx)
+		if err != nil {
+			return err
+		}
+		left := leftOf(p, refunds)
+		if !left.IsPositive() {
+			_, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, model.PaymentRefunded)
+			return err
+		}
+		moved, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, model.PaymentRefunding)
+		if err != nil || !moved {
+			return err // another worker took it
+		}
+		_, err = tx.InsertRefund(ctx, model.Refund{
+			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
+			OutTradeNo: p.OutTradeNo, Amount: left, Reason: model.RefundUnmatchedReason,
+		})
+		enqueued = err == nil
+		return err
+	})
+	return enqueued, err
+}
+
+// finishOrderless records the end of a refund of a payment without an
+// order, with the payment's state and the event, under the payment's
+// lock.
+func (r *Refunds) finishOrderless(ctx context.Context, f model.Refund, to model.RefundState, reason string) error {
+	finished := false
+	err := r.store.UpdateOrderless(ctx, f.Provider, f.TradeNo, func(ctx context.Context, tx *dao.OrderlessTx, _ model.Payment) error {
+		finished = false
+		moved, err := tx.FinishRefund(ctx, f.OutRequestNo, to, reason)
+		if err != nil || !moved {
+			return err // finished by another worker
+		}
+		pay := model.PaymentRefunded
+		typ := model.EventRefunded
+		if to == model.RefundFailed {
+			pay, typ = model.PaymentRefundFailed, model.EventRefundFailed
+		}
+		if _, err := tx.SetPaymentState(ctx, model.PaymentRefunding, pay); err != nil {
+			return err
+		}
+		ev, err := newEvent(typ, 0, model.RefundEventData{
+			Provider: string(f.Provider), TradeNo: f.TradeNo, OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo,
+			Kind: string(f.Kind), Amount: f.Amount.StringFixed(2), Reason: f.Reason,
+		}, r.now())
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertEvents(ctx, ev); err != nil {
+			return err
+		}
+		finished = true
+		return nil
+	})
+	if err == nil && finished && r.OnFinished != nil {
+		r.OnFinished(to)
+	}
+	return err
+}
+
+// Unmatched lists up to limit UNMATCHED payments, oldest first: money we
+// hold with no order, waiting for an operator.
+func (r *Refunds) Unmatched(ctx context.Context, limit int) ([]model.Payment, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	return r.store.UnmatchedPayments(ctx, limit)
+}
