@@ -132,14 +132,15 @@ func (r *Reconciliations) Run(ctx context.Context, date string) (model.ReconRun,
 	if res.State == model.ReconFailed {
 		r.log.Error("reconciliation failed", "bill_date", date, "attempt", attempt, "reason", res.Error)
 	}
-	// Recorded even when ctx has ended: an attempt must not stay RUNNING
-	// for a lease just because it was cancelled.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := r.store.FinishRun(fctx, run.ID, r.owner, attempt, res, r.now()); err != nil {
+	if err := ctx.Err(); err != nil {
+		// Stopped (SIGTERM): nothing more is waited for. The run stays
+		// RUNNING until its lease ends; the next round takes it again.
 		return model.ReconRun{}, err
 	}
-	out, err := r.store.ReconRun(fctx, model.ProviderAlipay, date)
+	if err := r.store.FinishRun(ctx, run.ID, r.owner, attempt, res, r.now()); err != nil {
+		return model.ReconRun{}, err
+	}
+	out, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
