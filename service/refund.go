@@ -132,10 +132,6 @@ func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) 
 		// A refund made elsewhere (found in Alipay's bill) may have taken
 		// part of it already: give back what is left.
 		left := leftOf(p, refunds)
-		if !left.IsPositive() {
-			_, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunded)
-			return err
-		}
 		f := model.Refund{
 			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
 			OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: left, Reason: string(p.Reason),
@@ -150,7 +146,11 @@ func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) 
 				return err
 			}
 		}
-		moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, model.PaymentRefunding)
+		to := model.PaymentRefunding
+		if !left.IsPositive() {
+			to = model.PaymentRefunded // nothing left to give back
+		}
+		moved, err := tx.SetPaymentState(ctx, p.Provider, p.TradeNo, model.PaymentRefundPending, to)
 		if err != nil {
 			return err
 		}
@@ -158,6 +158,9 @@ func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) 
 			// Another worker, or operator, took it. An operator's action
 			// did nothing: its audit row goes with the rollback.
 			return errNotMoved
+		}
+		if to == model.PaymentRefunded {
+			return nil
 		}
 		if _, err = tx.InsertRefund(ctx, f); err != nil {
 			return err

@@ -61,12 +61,14 @@ func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (mod
 	return out, err
 }
 
-// leftOf is what is left of p after its refunds that did not fail —
-// including those made outside this service and found in Alipay's bill.
+// leftOf is what is left of p to refund automatically after its other
+// refunds that did not fail — including those made outside this service
+// and found in Alipay's bill.
 func leftOf(p model.Payment, refunds []model.Refund) decimal.Decimal {
 	left := p.Amount
+	own := autoRequestNo(p)
 	for _, f := range refunds {
-		if f.TradeNo == p.TradeNo && f.State != model.RefundFailed {
+		if f.TradeNo == p.TradeNo && f.OutRequestNo != own && f.State != model.RefundFailed {
 			left = left.Sub(f.Amount)
 		}
 	}
@@ -84,13 +86,13 @@ func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment) (bool, 
 			return err
 		}
 		left := leftOf(p, refunds)
+		to := model.PaymentRefunding
 		if !left.IsPositive() {
-			_, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, model.PaymentRefunded)
-			return err
+			to = model.PaymentRefunded // nothing left to give back
 		}
-		moved, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, model.PaymentRefunding)
-		if err != nil || !moved {
-			return err // another worker took it
+		moved, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, to)
+		if err != nil || !moved || to == model.PaymentRefunded {
+			return err // another worker took it, or nothing to do
 		}
 		_, err = tx.InsertRefund(ctx, model.Refund{
 			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
