@@ -377,6 +377,8 @@ func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconIte
 	switch outcome {
 	case model.OutcomeUnmatched:
 		it.Outcome, it.Detail = model.ReconUnmatched, "no order has out_trade_no "+e.OutTradeNo+": recorded UNMATCHED"
+		m.r.log.Warn("reconciliation found a payment for no order: recorded UNMATCHED, refund it", "trade_no", e.TradeNo,
+			"out_trade_no", e.OutTradeNo, "amount", e.Amount.StringFixed(2))
 	case model.OutcomeDuplicate:
 		// Recorded by a notification since our read: nothing to repair.
 		return m.comparePaymentItem(e, pay), &pay, nil

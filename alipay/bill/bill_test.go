@@ -60,15 +60,6 @@ func TestOpenGood(t *testing.T) {
 			}
 		})
 	}
-	t.Run("EmptyDay", func(t *testing.T) {
-		f, err := open(t, readFixture(t, "empty_day.zip"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := entries(t, f); len(got) != 0 || f.Totals.Payments != 0 || f.Totals.Refunds != 0 {
-			t.Errorf("a day without business read as %d entries, %+v", len(got), f.Totals)
-		}
-	})
 }
 
 // TestOpenDamaged: every damaged file is refused with a reason naming the
@@ -80,7 +71,8 @@ func TestOpenDamaged(t *testing.T) {
 		{"utf8.zip", "UTF-8 text where GBK is expected"},
 		{"missing_column.zip", "header lacks column(s) 服务费（元）"},
 		{"totals_disagree.zip", "#交易合计 says 3 payments, 188.02 received; the rows hold 3, 188.01"},
-		{"rows_missing.zip", "#交易合计 says 2 payments, 100.01 received; the rows hold 0, 0.00"},
+		{"rows_missing.zip", "no rows"},
+		{"empty_day.zip", "no rows: a day without business has no bill (NO_BILL_DATA)"},
 		{"truncated_detail.zip", "the file ends mid-row: truncated"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
@@ -128,8 +120,9 @@ func TestScanLines(t *testing.T) {
 		{"NegativePayment", head + row("交易", "T1", "-1.00", "-1.00", "2026-11-30 10:00:00") + tail(1, "-1.00"), "a payment's are positive"},
 		{"BadTime", head + row("交易", "T1", "1.00", "1.00", "30/11/2026") + tail(1, "1.00"), "完成时间 \"30/11/2026\""},
 		{"EmptyTradeNo", head + row("交易", "", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "支付宝交易号 is empty"},
-		{"RowAfterEnd", head + tail(0, "0.00") + good, "a row after the 业务明细列表结束 marker"},
-		{"RowBeforeMarker", good + head + tail(0, "0.00"), "a row before the 业务明细列表 marker"},
+		{"RowAfterEnd", head + good + tail(1, "1.00") + good, "a row after the 业务明细列表结束 marker"},
+		{"RowBeforeMarker", good + head + good + tail(1, "1.00"), "a row before the 业务明细列表 marker"},
+		{"TotalsDisagree", head + good + tail(1, "1.01"), "#交易合计 says 1 payments, 1.01 received; the rows hold 1, 1.00"},
 		{"NoTotals", head + good + "#-----业务明细列表结束-----\n", "no #交易合计 or #退款合计 line"},
 		{"Empty", "", "no 业务明细列表 marker"},
 		{"NoHeader", "#-----业务明细列表-----\n", "no header row"},

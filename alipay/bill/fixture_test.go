@@ -57,6 +57,8 @@ var fixtures = map[string]func() []byte{
 			bill.ColFinished, bill.ColOutTradeNo, bill.ColAmount, "分账金额（元）", bill.ColSubject}
 		return zipOf(bill.Header{Account: pid, Date: day, Columns: cols}, sample)
 	},
+	// A file without rows, as Alipay never serves one (a day without
+	// business is NO_BILL_DATA).
 	"empty_day.zip": func() []byte { return zipOf(bill.Header{Account: pid, Date: day}, nil) },
 	"utf8.zip":      func() []byte { return zipOf(bill.Header{Account: pid, Date: day, UTF8: true}, sample) },
 	"missing_column.zip": func() []byte {

@@ -393,6 +393,11 @@ func (s *scanner) finish() (model.BillTotals, error) {
 		return model.BillTotals{}, fmt.Errorf("%w: no #交易合计 or #退款合计 line: the file is truncated", model.ErrBadBill)
 	}
 	st, c := s.stated, s.counted
+	if c.Payments+c.Refunds == 0 {
+		// Alipay answers NO_BILL_DATA for a day without business: a file
+		// without a single row is not a day's bill.
+		return model.BillTotals{}, fmt.Errorf("%w: no rows: a day without business has no bill (NO_BILL_DATA), not an empty one", model.ErrBadBill)
+	}
 	if st.Payments != c.Payments || !st.PaymentReceived.Equal(c.PaymentReceived) {
 		return model.BillTotals{}, fmt.Errorf("%w: #交易合计 says %d payments, %s received; the rows hold %d, %s",
 			model.ErrBadBill, st.Payments, st.PaymentReceived.StringFixed(2), c.Payments, c.PaymentReceived.StringFixed(2))
