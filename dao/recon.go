@@ -240,36 +240,55 @@ func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
 // RecordSeen records bill lines matched to the ledger, in one transaction
 // with the event that books their fees: only lines not recorded before are
 // recorded, and newEvent (if it returns an event) is given just those.
-// Two runs recording one line at once cannot both record it: the second
-// finds the first's row and rolls back as model.ErrRetryable.
+// The first try assumes every line is new (one INSERT, the common case of
+// a first run); if some were recorded before (a re-run), it rolls back and
+// reads which first. Two runs recording one line at once cannot both
+// record it: the second finds the first's row and rolls back as
+// model.ErrRetryable.
 func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, newEvent func(recorded []model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
 	if len(lines) == 0 {
 		return nil, nil
 	}
+	fresh, err := s.recordSeen(ctx, provider, billDate, lines, false, newEvent)
+	if errors.Is(err, errSeenBefore) {
+		fresh, err = s.recordSeen(ctx, provider, billDate, lines, true, newEvent)
+	}
+	return fresh, err
+}
+
+// errSeenBefore rolls back an optimistic RecordSeen that met lines
+// recorded before.
+var errSeenBefore = errors.New("dao: bill lines recorded before")
+
+// recordSeen is one try of RecordSeen: lookFirst reads which lines are
+// recorded already and leaves them out.
+func (s *Store) recordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, lookFirst bool, newEvent func([]model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
 	var fresh []model.SeenLine
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		fresh = fresh[:0]
-		var pays, refunds []string
-		for _, l := range lines {
-			if l.Kind == model.BillRefund {
-				refunds = append(refunds, l.Ref)
-			} else {
-				pays = append(pays, l.Ref)
-			}
-		}
 		type key struct{ kind, ref string }
 		known := map[key]bool{}
-		for kind, refs := range map[model.BillKind][]string{model.BillPayment: pays, model.BillRefund: refunds} {
-			if len(refs) == 0 {
-				continue
+		if lookFirst {
+			var pays, refunds []string
+			for _, l := range lines {
+				if l.Kind == model.BillRefund {
+					refunds = append(refunds, l.Ref)
+				} else {
+					pays = append(pays, l.Ref)
+				}
 			}
-			var got []string
-			if err := tx.db.WithContext(ctx).Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ?", provider, kind, refs).
-				Pluck("ref", &got).Error; err != nil {
-				return mapErr(err)
-			}
-			for _, r := range got {
-				known[key{string(kind), r}] = true
+			for kind, refs := range map[model.BillKind][]string{model.BillPayment: pays, model.BillRefund: refunds} {
+				if len(refs) == 0 {
+					continue
+				}
+				var got []string
+				if err := tx.db.WithContext(ctx).Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ?", provider, kind, refs).
+					Pluck("ref", &got).Error; err != nil {
+					return mapErr(err)
+				}
+				for _, r := range got {
+					known[key{string(kind), r}] = true
+				}
 			}
 		}
 		now := time.Now().UTC()
@@ -292,8 +311,7 @@ func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDat
 		if len(fresh) == 0 {
 			return nil
 		}
-		// A row recorded meanwhile is kept, not an error; the count below
-		// tells.
+		// A row recorded before is kept, not an error; the count tells.
 		if s.driver == DriverMySQL {
 			q.WriteString(" ON DUPLICATE KEY UPDATE ref = ref")
 		} else {
@@ -304,6 +322,9 @@ func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDat
 			return mapErr(res.Error)
 		}
 		if int(res.RowsAffected) != len(fresh) {
+			if !lookFirst {
+				return errSeenBefore
+			}
 			return fmt.Errorf("%w: bill lines recorded meanwhile by another run", errRetryable)
 		}
 		if newEvent == nil {
