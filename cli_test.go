@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +140,22 @@ func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
 	o, err := store.Order(context.Background(), "DEMO-1001")
 	if err != nil || o.Status != model.OrderPaid {
 		t.Fatalf("DEMO-1001 on disk after the second dev: %+v, %v; want paid", o, err)
+	}
+}
+
+// dev with a database in a missing directory says so, and creates
+// nothing: not its lock file either (before, "open ….lock: no such file or
+// directory").
+func TestDevDatabaseInMissingDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no", "such")
+	var out bytes.Buffer
+	err := run(context.Background(), environment{args: []string{"dev", "-db", filepath.Join(dir, "dev.db"), "-addr", "127.0.0.1:0"},
+		stdin: strings.NewReader(""), stdout: &out, stderr: &out})
+	if want := "directory " + dir + " does not exist"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("dev: %v, want %q\n%s", err, want, &out)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("dev created %s: %v", filepath.Dir(dir), err)
 	}
 }
 

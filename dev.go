@@ -182,6 +182,9 @@ func dev(ctx context.Context, env environment) error {
 	cfg.PublicURL = base
 
 	// A second dev on another address must not wipe this one's database.
+	if err := dao.CheckSQLitePath(*dbPath); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 	release, err := lockDevDB(*dbPath)
 	if err != nil {
 		return err

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 )
 
-// checkSQLitePath says what is wrong with an SQLite database path that
+// CheckSQLitePath says what is wrong with an SQLite database path that
 // cannot work, before SQLite does: its own word for a missing directory,
 // a read-only one or a directory given as the file is "out of memory
-// (14)".
-func checkSQLitePath(path string) error {
+// (14)". Open checks; dev checks too, before it locks the file.
+func CheckSQLitePath(path string) error {
 	if path == "" {
 		return errors.New("sqlite database path is empty")
 	}

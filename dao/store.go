@@ -95,7 +95,7 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 		}
 		dialector = gormmysql.New(gormmysql.Config{DSN: full, Conn: sql.OpenDB(connector), SkipInitializeWithVersion: true})
 	case DriverSQLite:
-		if err := checkSQLitePath(dsn); err != nil {
+		if err := CheckSQLitePath(dsn); err != nil {
 			return nil, err
 		}
 		dialector = sqlite.Open(SQLiteDSN(dsn))
