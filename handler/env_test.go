@@ -224,14 +224,6 @@ func snapshot(tb testing.TB, store *dao.Store) string {
 	return b.String()
 }
 
-// dumpRows writes the rows query returns to b, one line each.
-func dumpRows(tb testing.TB, db *sql.DB, query string, b *strings.Builder) {
-	tb.Helper()
-	for _, r := range queryRows(tb, db, query) {
-		fmt.Fprintf(b, "%s\n", r)
-	}
-}
-
 // queryRows runs query and renders each row on one line, "column=value"
 // separated by spaces.
 func queryRows(tb testing.TB, db *sql.DB, query string) []string {

@@ -55,9 +55,6 @@ func Start(tb testing.TB, spec Spec) *Process {
 	return p
 }
 
-// Port is the server's port.
-func (p *Process) Port() int { return p.port }
-
 // Addr is the server's host:port.
 func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
 
