@@ -90,6 +90,15 @@ func TestForeignOrderSNIsNotFound(t *testing.T) {
 		h := newEdge(t, store, &logs)
 		mustOrder(t, store, "EDGE-1", "10.00")
 		was := snapshot(t, store)
+		var queried []string
+		var asking bool
+		if err := store.Trace(func(sql string) {
+			if asking {
+				queried = append(queried, sql)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
 		member, admin := memberAuth(t, owner), "Bearer "+payAdminToken
 		for _, sn := range []string{"🙂", "订单1", "EDGE-1🙂", "EDGE 1", strings.Repeat("9", 129)} {
 			p := url.PathEscape(sn)
@@ -104,9 +113,14 @@ func TestForeignOrderSNIsNotFound(t *testing.T) {
 				req.Header.Set("Authorization", r.auth)
 				req.Header.Set("Idempotency-Key", "edge-1")
 				w := httptest.NewRecorder()
+				asking, queried = true, nil
 				h.ServeHTTP(w, req)
+				asking = false
 				if w.Code != http.StatusNotFound || codeOf(t, w.Body.Bytes()) != "order_not_found" {
 					t.Errorf("%s %s: %d %s, want 404 order_not_found", r.method, r.path, w.Code, w.Body)
+				}
+				if len(queried) > 0 {
+					t.Errorf("%s %s reached the database: %q", r.method, r.path, queried)
 				}
 			}
 		}
