@@ -107,7 +107,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if cfg.APIJWTSecret == "" {
 		log.Warn("order API disabled: API_JWT_SECRET is not set")
 	}
-	payments := service.NewPayments(store)
+	payments := service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
 	payments.OnUnmatched = countUnmatched(reg, log)
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)

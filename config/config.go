@@ -24,7 +24,11 @@ type Config struct {
 	DBDSN          string        `env:"DB_DSN" envDefault:"paynotify.db"`
 	DBMaxOpenConns int           `env:"DB_MAX_OPEN_CONNS" envDefault:"32"`
 	NotifyTimeout  time.Duration `env:"NOTIFY_TIMEOUT" envDefault:"4s"`
-	LogLevel       slog.Level    `env:"LOG_LEVEL" envDefault:"INFO"`
+	// NotifyGroupApply: "on" applies first notices that queue behind a
+	// transaction in flight together, in one transaction; "off", each in
+	// its own.
+	NotifyGroupApply string     `env:"NOTIFY_GROUP_APPLY" envDefault:"on"`
+	LogLevel         slog.Level `env:"LOG_LEVEL" envDefault:"INFO"`
 
 	// With NotifyTimeout, APITimeout and DBTimeout are the deadlines nothing
 	// waits on the database past: one notification, one /api/v1 or
@@ -136,6 +140,7 @@ func Load(environ []string) (Config, error) {
 	positive := func(name string, ok bool) { check(name, ok, "more than zero", false) }
 	check("DB_DRIVER", c.DBDriver == "mysql" || c.DBDriver == "sqlite", "mysql or sqlite", false)
 	positive("DB_MAX_OPEN_CONNS", c.DBMaxOpenConns > 0)
+	check("NOTIFY_GROUP_APPLY", c.NotifyGroupApply == "on" || c.NotifyGroupApply == "off", "on or off", false)
 	check("API_JWT_SECRET", c.APIJWTSecret == "" || len(c.APIJWTSecret) >= 32, "at least 32 bytes (HS256 needs a 256-bit secret)", true)
 	check("ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters", true)
 	if c.DBDriver == "mysql" && vars["DB_DSN"] == "" {

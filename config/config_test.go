@@ -71,6 +71,7 @@ func TestLoadNamesTheVariable(t *testing.T) {
 		{"ZeroConns", "DB_MAX_OPEN_CONNS=0", `DB_MAX_OPEN_CONNS="0": want more than zero`},
 		{"ZeroNotifyTimeout", "NOTIFY_TIMEOUT=0s", `NOTIFY_TIMEOUT="0s": want more than zero`},
 		{"NotifyTimeoutPastGrace", "NOTIFY_TIMEOUT=20s", `NOTIFY_TIMEOUT="20s": want less than the 20s shutdown grace`},
+		{"GroupApplyNeitherOnNorOff", "NOTIFY_GROUP_APPLY=yes", `NOTIFY_GROUP_APPLY="yes": want on or off`},
 		{"NegativeAPITimeout", "API_TIMEOUT=-1s", `API_TIMEOUT="-1s": want more than zero`},
 		{"APITimeoutPastGrace", "API_TIMEOUT=1m", `API_TIMEOUT="1m": want less than the 20s shutdown grace`},
 		{"ZeroDBTimeout", "DB_TIMEOUT=0s", `DB_TIMEOUT="0s": want more than zero`},

@@ -39,8 +39,17 @@ func (s *Store) adjustReservation(ctx context.Context, o model.Order, sell bool)
 	// (whose index gaps a concurrent placement inserting its own lines would
 	// deadlock against).
 	items, err := model.ParseReservation(o.StockReservation)
-	if err != nil || len(items) == 0 {
+	if err != nil {
 		return err
+	}
+	return s.adjustStock(ctx, items, sell, fmt.Sprintf("order %d", o.ID))
+}
+
+// adjustStock sells or releases reserved quantities of SKUs (see
+// adjustReservation), what naming whose reservation it is.
+func (s *Store) adjustStock(ctx context.Context, items []model.ItemRequest, sell bool, what string) error {
+	if len(items) == 0 {
+		return nil
 	}
 	// One statement; it locks the SKU rows in ascending id, the stock lock
 	// order. The CHECK refuses a reservation that is not there.
@@ -63,7 +72,7 @@ func (s *Store) adjustReservation(ctx context.Context, o model.Order, sell bool)
 		return mapErr(res.Error)
 	}
 	if int(res.RowsAffected) != len(items) {
-		return fmt.Errorf("%w: order %d: %d of %d SKUs adjusted", model.ErrStateChanged, o.ID, res.RowsAffected, len(items))
+		return fmt.Errorf("%w: %s: %d of %d SKUs adjusted", model.ErrStateChanged, what, res.RowsAffected, len(items))
 	}
 	return nil
 }

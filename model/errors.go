@@ -21,6 +21,8 @@ var (
 	ErrRetryable = errors.New("transaction conflict, retry")
 	// ErrUnavailable: the database did not answer in time.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrBusy: the notify queue is full; Alipay resends later.
+	ErrBusy = errors.New("too many notifications waiting")
 )
 
 // ErrPaymentNotFound: no payment is recorded under that trade.

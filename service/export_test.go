@@ -8,3 +8,13 @@ func (r *Reconciliations) SetClock(now func() time.Time) { r.now = now }
 
 // SetOwner names r's instance, as two processes would be named.
 func (r *Reconciliations) SetOwner(owner string) { r.owner = owner }
+
+// Queued is how many notifications wait behind p's transaction in flight.
+func Queued(p *Payments) int {
+	p.group.mu.Lock()
+	defer p.group.mu.Unlock()
+	return len(p.group.queue)
+}
+
+// Groups is how many group transactions p has committed.
+func Groups(p *Payments) int64 { return p.group.groups.Load() }

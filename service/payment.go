@@ -18,14 +18,40 @@ type Payments struct {
 	// the metric and the WARN log an operator watches).
 	OnUnmatched func(model.Payment)
 	now         func() time.Time
+	group       *applier // nil: every notification is applied alone
 }
 
-// NewPayments returns the payment use cases over store.
-func NewPayments(store *dao.Store) *Payments {
-	return &Payments{store: store, now: time.Now}
+// NewPayments returns the payment use cases over store, with group apply
+// on unless an option turns it off.
+func NewPayments(store *dao.Store, opts ...PaymentsOption) *Payments {
+	p := &Payments{store: store, now: time.Now}
+	p.group = newApplier(p, defaultGroupLimits)
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
-// Observe applies a paid notification to its order, exactly once:
+// PaymentsOption configures NewPayments.
+type PaymentsOption func(*Payments)
+
+// GroupApply turns group apply on (the default) or off (NOTIFY_GROUP_APPLY):
+// off, every notification runs its own transaction.
+func GroupApply(on bool) PaymentsOption {
+	return func(p *Payments) {
+		p.group = nil
+		if on {
+			p.group = newApplier(p, defaultGroupLimits)
+		}
+	}
+}
+
+// Observe applies a paid notification to its order, exactly once. With
+// group apply on, a notification that arrives while another transaction of
+// this instance is in flight waits for it and joins the next group (see
+// applier); a group applies only first notices of orders awaiting payment
+// at the right amount, and hands everything else to observeOne. Either way
+// the outcome is observeOne's:
 //
 //   - a trade already recorded for the same order and amount is a
 //     duplicate, answered from a plain read without taking any lock;
@@ -45,6 +71,15 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 	if !n.TradeStatus.Paid() {
 		return model.Payment{}, "", fmt.Errorf("%w: trade_status %q moves no money", model.ErrInvalidNotification, n.TradeStatus)
 	}
+	if p.group != nil {
+		return p.group.observe(ctx, n)
+	}
+	return p.observeOne(ctx, n)
+}
+
+// observeOne applies one notification in its own transaction: the
+// decision table's one home.
+func (p *Payments) observeOne(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
 	// Fast path: Alipay resends until it hears "success", and a trade
 	// reaches TRADE_FINISHED after TRADE_SUCCESS. Rows are never deleted,
 	// so a committed row answers those without the order lock. The same
