@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -185,29 +186,46 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	// round-robin: as behind a load balancer.
 	meter := newCPUMeter()
 	var (
-		addrs []string
-		svcs  []*process
+		addrs, addrsB []string // addrsB: the -compare processes
+		svcs          []*process
 	)
 	defer func() {
 		for _, svc := range svcs {
 			svc.stop()
 		}
 	}()
-	for k := range b.opt.instances {
+	sets := 1
+	if len(b.opt.compare) > 0 {
+		sets = 2
+	}
+	for k := range sets * b.opt.instances {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
 		}
-		b.progress("starting paynotify serve on %s", addr)
+		env := b.serviceEnv(addr)
 		logName := "serve.log"
 		if k > 0 {
 			logName = fmt.Sprintf("serve-%d.log", k+1)
 		}
-		svc, err := startProcess(ctx, b.bin, []string{"serve"}, b.serviceEnv(addr), addr, filepath.Join(b.tmp, logName))
+		if k >= b.opt.instances {
+			env = append(env, b.opt.compare...)
+			b.progress("starting paynotify serve on %s with %s", addr, b.opt.compare.String())
+		} else {
+			b.progress("starting paynotify serve on %s", addr)
+		}
+		svc, err := startProcess(ctx, b.bin, []string{"serve"}, env, addr, filepath.Join(b.tmp, logName))
 		if err != nil {
 			return nil, err
 		}
-		svcs, addrs = append(svcs, svc), append(addrs, addr)
+		svcs = append(svcs, svc)
+		if k >= b.opt.instances {
+			addrsB = append(addrsB, addr)
+		} else {
+			addrs = append(addrs, addr)
+		}
+		// An idle process costs next to nothing: the service's CPU is that
+		// of every process, whichever set is driven.
 		meter.watch("service", svc.cmd.Process.Pid)
 	}
 
@@ -222,7 +240,15 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	sent := 0 // distinct notices the service received
 	for _, c := range b.opt.levels {
 		var bodies [][]byte // the first notices the storm resends
-		for _, kind := range []string{kindNaive, kindTuned, kindFirst, kindDuplicate} {
+		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		if addrsB != nil {
+			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
+		}
+		for _, kind := range kinds {
+			to, letter := addrs, "S"
+			if strings.HasSuffix(kind, "]") {
+				to, letter = addrsB, "C"
+			}
 			for attempt := 0; ; attempt++ {
 				// Fresh orders for every attempt: a first notice, or a
 				// baseline transaction, pays an order once.
@@ -239,8 +265,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst:
-					orders := makeOrders("S"+prefix, per)
+				case kindFirst, b.compared(kindFirst):
+					orders := makeOrders(letter+prefix, per)
 					if err := seedOrders(ctx, svcDB, orders); err != nil {
 						return nil, err
 					}
@@ -248,13 +274,13 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					sent += per
-					warm, meas = notifyOps(addrs, bodies, seq(0, w)), notifyOps(addrs, bodies, seq(w, per))
-				case kindDuplicate:
+					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
+				case kindDuplicate, b.compared(kindDuplicate):
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.
 					seed := 100*c + attempt
-					warm = notifyOps(addrs, bodies, shuffled(seq(0, w), seed))
-					meas = notifyOps(addrs, bodies, shuffled(seq(w, per), seed+50))
+					warm = notifyOps(to, bodies, shuffled(seq(0, w), seed))
+					meas = notifyOps(to, bodies, shuffled(seq(w, per), seed+50))
 				}
 				cel, err := b.runCell(ctx, meter, rep, c, kind, warm, meas)
 				if err != nil {
@@ -284,6 +310,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// compared names a service workload run on the -compare processes.
+func (b *bench) compared(kind string) string {
+	return kind + " [" + b.opt.compare.String() + "]"
 }
 
 // runCell waits for the machine to be quiet, warms up, then measures.

@@ -58,6 +58,9 @@ type options struct {
 	retries   int
 	args      []string // as given, for the report
 	extraEnv  envFlags
+	// compare, if set, is a second set of serve processes with these
+	// settings added, measured in the same run (e.g. a feature off).
+	compare envFlags
 }
 
 // envFlags collects repeated -env K=V.
@@ -88,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
+	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {

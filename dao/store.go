@@ -9,7 +9,9 @@
 //
 //   - A transaction begins only in an entry point: UpdateOrder (locks one
 //     order, FOR UPDATE or FOR UPDATE SKIP LOCKED, and hands its callback
-//     an OrderTx), PlaceOrder (records the request key and hands a
+//     an OrderTx), UpdateOrders (locks a group of orders with one
+//     statement in id order, hands an OrdersTx, and does not retry),
+//     PlaceOrder (records the request key and hands a
 //     PlaceTx), UpdateOutbox, UpdateJournal and UpdateSession (no order
 //     at all), and the
 //     self-contained claims (ClaimRefunds, ClaimAttemptsToQuery,
