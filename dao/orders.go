@@ -2,6 +2,7 @@ package dao
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,7 +51,8 @@ SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
 	for rows.Next() {
 		var (
 			src, k, out, state, reason, notifyID string
-			orderID, attemptID                   int64
+			orderID                              sql.NullInt64 // NULL: an UNMATCHED payment
+			attemptID                            int64
 			attemptNo                            int
 			amount                               decimal.Decimal
 			paidAt                               *time.Time
@@ -60,13 +62,13 @@ SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
 		}
 		switch src {
 		case "p":
-			t.Payments[k] = model.Payment{Provider: provider, TradeNo: k, OrderID: orderID, OutTradeNo: out, Amount: amount,
+			t.Payments[k] = model.Payment{Provider: provider, TradeNo: k, OrderID: orderID.Int64, OutTradeNo: out, Amount: amount,
 				State: model.PaymentState(state), Reason: model.RefundReason(reason), NotifyID: notifyID, PaidAt: paidAt}
 		case "a":
-			t.Attempts[k] = model.PayAttempt{ID: attemptID, OrderID: orderID, AttemptNo: attemptNo, OutTradeNo: out,
+			t.Attempts[k] = model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo, OutTradeNo: out,
 				Amount: amount, State: model.AttemptState(state)}
 		default:
-			t.Orders[k] = orderID
+			t.Orders[k] = orderID.Int64
 		}
 	}
 	return t, mapErr(rows.Err())

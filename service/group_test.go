@@ -200,6 +200,10 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 		if _, _, err := p.Observe(ctx, paid(paidBefore, "T-"+paidBefore, "10.00")); err != nil {
 			t.Fatal(err)
 		}
+		stray := paid(newSN("GA-STRAY-"), newSN("T-GA-STRAY-"), "3.00")
+		if _, o, err := p.Observe(ctx, stray); err != nil || o != model.OutcomeUnmatched {
+			t.Fatalf("stray payment: %s %v", o, err)
+		}
 		ns := []model.Notification{
 			paid(clean1, "T-"+clean1, "10.00"),                   // 0 applied in the group
 			paid(clean2, "T-"+clean2, "10.00"),                   // 1 applied in the group
@@ -211,6 +215,7 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 			paid(copies, "T-"+copies, "10.00"),                   // 7 one applied, one duplicate
 			paid(under, "T-"+under, "9.99"),                      // 8 amount mismatch
 			paid(newSN("GA-NONE-"), newSN("T-GA-NONE-"), "1.00"), // 9 no such order: UNMATCHED
+			stray, // 10 duplicate of an UNMATCHED payment, from the lookup
 		}
 		got, _ := inGroup(t, store, g, p, paid(first, "T-"+first, "10.00"), ns)
 		outcome := func(i int) model.Outcome {
@@ -219,7 +224,7 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 			}
 			return got[i].outcome
 		}
-		for i, want := range map[int]model.Outcome{0: model.OutcomeApplied, 1: model.OutcomeApplied, 2: model.OutcomeDuplicate, 8: model.OutcomeRefundPending} {
+		for i, want := range map[int]model.Outcome{0: model.OutcomeApplied, 1: model.OutcomeApplied, 2: model.OutcomeDuplicate, 8: model.OutcomeRefundPending, 10: model.OutcomeDuplicate} {
 			if o := outcome(i); o != want {
 				t.Errorf("notification %d: %s, want %s", i, o, want)
 			}
