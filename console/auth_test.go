@@ -146,7 +146,8 @@ func TestPagesNeedSignIn(t *testing.T) {
 		mustOrder(t, store, "SN-1", 7, "10.00")
 		e.pay(t, "SN-1", "T-1", "10.00")
 		pages := []string{"/console/", "/console/search?q=SN-1", "/console/orders/SN-1", "/console/payments/T-1",
-			"/console/queues/refunds", "/console/queues/outbox", "/console/audit"}
+			"/console/queues/refunds", "/console/queues/outbox", "/console/queues/payments", "/console/audit",
+			"/console/orders/SN-1/refund", "/console/payments/T-1/refund", "/console/refunds/AS-1/retry"}
 		anon := e.client(t)
 		for _, p := range pages {
 			r := anon.mustGet(t, p, http.StatusSeeOther)
@@ -154,7 +155,8 @@ func TestPagesNeedSignIn(t *testing.T) {
 				t.Errorf("GET %s signed out: to %q, want %q", p, r.location, want)
 			}
 		}
-		for _, p := range []string{"/console/logout", "/console/zone"} {
+		for _, p := range []string{"/console/logout", "/console/zone", "/console/orders/SN-1/refund", "/console/payments/T-1/refund",
+			"/console/refunds/AS-1/retry", "/console/refunds/AS-1/resolve", "/console/outbox/1/requeue"} {
 			if r := anon.post(t, p, url.Values{}); r.status != http.StatusUnauthorized {
 				t.Errorf("POST %s signed out: %d", p, r.status)
 			}
