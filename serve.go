@@ -137,7 +137,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	ops := service.NewOps(store)
 	var cons http.Handler
 	cdeps := console.Deps{
-		Log: log, Ops: ops, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds,
+		Log: log, Ops: ops, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds, Reconciliations: recon,
 		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Gatherer: reg,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"paynotify/dao"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -17,6 +18,10 @@ func (c *Console) actionRoutes() {
 	m := c.mux
 	m.HandleFunc("GET "+Prefix+"/queues/payments", c.signedIn(c.paymentQueue))
 	m.HandleFunc("POST "+Prefix+"/outbox/{seq}/requeue", c.changing(c.requeue))
+	m.HandleFunc("GET "+Prefix+"/queues/reconciliation", c.signedIn(c.reconQueue))
+	if c.d.Reconciliations != nil {
+		m.HandleFunc("POST "+Prefix+"/reconciliation/items/{id}/resolve", c.changing(c.resolveItem))
+	}
 	if c.d.Refunds == nil {
 		return
 	}
@@ -147,22 +152,37 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	if p.State != model.PaymentRefundPending {
+	if p.State != model.PaymentRefundPending && p.State != model.PaymentUnmatched {
 		c.fail(w, r, errors.Join(model.ErrNotActionable, errors.New("payment "+p.TradeNo+" is "+string(p.State)+", not owed back")))
 		return
 	}
+	why, order := string(p.Reason), p.OrderSN
+	if p.State == model.PaymentUnmatched {
+		why, order = "no order has its out_trade_no (UNMATCHED)", "none"
+	}
 	c.confirm(w, r, confirmData{
 		Heading: "Refund payment " + p.TradeNo,
-		Facts: [][2]string{{"order", p.OrderSN}, {"trade_no", p.TradeNo}, {"out_trade_no", p.OutTradeNo}, {"amount", money(p.Amount)},
-			{"why it is owed back", string(p.Reason)}},
+		Facts: [][2]string{{"order", order}, {"trade_no", p.TradeNo}, {"out_trade_no", p.OutTradeNo}, {"amount", money(p.Amount)},
+			{"why it is owed back", why}},
 		Warning: "This pays " + money(p.Amount) + " back to the buyer, in full, now rather than on the refund worker's next round.",
 		Action:  payLink(p.TradeNo) + "/refund", Button: "Refund " + money(p.Amount), Cancel: payLink(p.TradeNo),
 	})
 }
 
+// paymentRefund refunds a payment owed back now, or an UNMATCHED one
+// (through the refund of payments without an order, as the admin API).
 func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
 	tradeNo := r.PathValue("trade_no")
-	_, err := c.d.Refunds.RefundPayment(r.Context(), act(r), tradeNo)
+	p, _, err := c.d.Ops.Payment(r.Context(), tradeNo)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if p.State == model.PaymentUnmatched {
+		_, err = c.d.Refunds.RefundUnmatchedAs(r.Context(), act(r), tradeNo)
+	} else {
+		_, err = c.d.Refunds.RefundPayment(r.Context(), act(r), tradeNo)
+	}
 	c.done(w, r, err, payLink(tradeNo), "refunded")
 }
 
@@ -259,11 +279,11 @@ type paymentQueueData struct {
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
 	state := model.PaymentState(strings.ToUpper(r.URL.Query().Get("state")))
-	states := []model.PaymentState{model.PaymentRefundPending, model.PaymentRefunding, model.PaymentRefundFailed}
+	states := []model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed}
 	switch state {
 	case "":
 		state = model.PaymentRefundPending
-	case model.PaymentRefundPending, model.PaymentRefunding, model.PaymentRefundFailed:
+	case model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed:
 	default:
 		c.status(w, r, http.StatusBadRequest, "Unknown payment state.")
 		return
@@ -276,4 +296,59 @@ func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusOK, "payments", paymentQueueData{page: c.page(r, "Payments "+string(state)), State: state, States: states,
 		Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
+}
+
+type reconQueueData struct {
+	page
+	Runs     []model.ReconRun
+	Outcome  model.ReconOutcome
+	Outcomes []model.ReconOutcome
+	Open     bool
+	Rows     []dao.ReconRow
+	Count    int64
+	Page     int
+	HasNext  bool
+	Key      string
+	Resolves bool
+}
+
+// reconQueue shows the latest reconciliation runs and the items they
+// found: by default those an operator has to look at.
+func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	outcome := model.ReconOutcome(strings.ToUpper(q.Get("outcome")))
+	if outcome != "" && !outcome.Valid() {
+		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
+		return
+	}
+	open := q.Get("all") == ""
+	pageNo := pageParam(r, "page")
+	runs, err := c.d.Ops.ReconRuns(r.Context(), 14)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	rows, n, err := c.d.Ops.ReconQueue(r.Context(), outcome, open, pageNo)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	key, err := formKey()
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
+		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
+		HasNext: int64((pageNo+1)*service.QueuePage) < n, Key: key, Resolves: c.d.Reconciliations != nil})
+}
+
+func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		c.fail(w, r, model.ErrItemNotFound)
+		return
+	}
+	_, err = c.d.Reconciliations.ResolveItemAs(r.Context(), act(r), id)
+	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
 }

@@ -35,6 +35,9 @@ type Deps struct {
 	Sessions *service.Sessions
 	// Refunds does the refund actions; without it they are not offered.
 	Refunds *service.Refunds
+	// Reconciliations resolves reconciliation items; without it the
+	// resolve action is not offered.
+	Reconciliations *service.Reconciliations
 	// Operators maps each operator's name to their bcrypt hash.
 	Operators map[string]string
 	// AdminToken, when no operator is configured, signs in one operator

@@ -95,7 +95,8 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
 		Log: log, Ops: service.NewOps(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
-		Operators: operatorHashes(tb), Gatherer: e.registry, Now: e.clock.now,
+		Reconciliations: service.NewReconciliations(store, nil, e.payments, log),
+		Operators:       operatorHashes(tb), Gatherer: e.registry, Now: e.clock.now,
 	}
 	for _, o := range opts {
 		o(&d)

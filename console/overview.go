@@ -74,11 +74,12 @@ type chart struct {
 }
 
 type chartBar struct {
-	X, W                      int
-	AppliedY, AppliedH        int
-	PendingY, PendingH        int
-	Label                     string
-	Applied, RefundPending, N int
+	X, W                                 int
+	AppliedY, AppliedH                   int
+	PendingY, PendingH                   int
+	UnmatchedY, UnmatchedH               int
+	Label                                string
+	Applied, RefundPending, Unmatched, N int
 }
 
 type chartTick struct {
@@ -106,9 +107,14 @@ func newChart(bars []service.ChartBar, loc *time.Location) chart {
 		if b.RefundPending > 0 && ph == 0 {
 			ph = 1
 		}
+		uh := b.Unmatched * (chartHeight - 10) / ch.Max
+		if b.Unmatched > 0 && uh == 0 {
+			uh = 1
+		}
 		ch.Bars = append(ch.Bars, chartBar{X: x, W: chartBarW - 1,
 			AppliedY: chartHeight - ah, AppliedH: ah, PendingY: chartHeight - ah - ph, PendingH: ph,
-			Label: b.Minute.In(loc).Format("15:04"), Applied: b.Applied, RefundPending: b.RefundPending, N: b.Total()})
+			UnmatchedY: chartHeight - ah - ph - uh, UnmatchedH: uh,
+			Label: b.Minute.In(loc).Format("15:04"), Applied: b.Applied, RefundPending: b.RefundPending, Unmatched: b.Unmatched, N: b.Total()})
 		if b.Minute.In(loc).Minute()%30 == 0 {
 			ch.Ticks = append(ch.Ticks, chartTick{X: x, Label: b.Minute.In(loc).Format("15:04")})
 		}

@@ -266,6 +266,8 @@ var errorTable = []struct {
 	{model.ErrPaymentNotFound, http.StatusNotFound, "No such payment."},
 	{model.ErrRefundNotFound, http.StatusNotFound, "No such refund."},
 	{model.ErrEventNotFound, http.StatusNotFound, "No such event."},
+	{model.ErrItemNotFound, http.StatusNotFound, "No such reconciliation item."},
+	{model.ErrNotUnmatched, http.StatusConflict, ""},
 	{model.ErrInvalidRequest, http.StatusBadRequest, ""},
 	{model.ErrNotActionable, http.StatusConflict, ""},
 	{model.ErrNothingToRefund, http.StatusConflict, ""},

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -159,6 +161,18 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		}
 		s = append(s, moment{At: e.Event.OccurredAt, Kind: "event", Title: "Event " + string(e.Event.Type), Detail: detail, State: state})
 	}
+	for _, it := range t.Recon {
+		detail := it.Detail
+		if it.BillAmount != nil || it.LedgerAmount != nil {
+			detail += fmt.Sprintf(" (bill %s, ledger %s)", optMoney(it.BillAmount), optMoney(it.LedgerAmount))
+		}
+		state := "OPEN"
+		if it.ResolvedAt != nil {
+			state = "RESOLVED"
+		}
+		s = append(s, moment{At: it.CreateTime, Kind: "recon", Title: fmt.Sprintf("Reconciliation of %s: %s", it.BillDate, it.Outcome),
+			Detail: detail, State: state})
+	}
 	for _, a := range t.Audit {
 		detail := a.Before + " → " + a.After
 		if a.Note != "" {
@@ -167,7 +181,7 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		s = append(s, moment{At: a.CreateTime, Kind: "audit", Title: fmt.Sprintf("%s by %s", a.Action, a.Operator), Detail: detail})
 	}
 	// Within one instant, cause before effect: a payment before its event.
-	rank := map[string]int{"order": 0, "attempt": 1, "payment": 2, "refund": 3, "event": 4, "audit": 5}
+	rank := map[string]int{"order": 0, "attempt": 1, "payment": 2, "refund": 3, "event": 4, "recon": 5, "audit": 6}
 	sort.SliceStable(s, func(i, j int) bool {
 		if !s[i].At.Equal(s[j].At) {
 			return s[i].At.Before(s[j].At)
@@ -175,6 +189,14 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		return rank[s[i].Kind] < rank[s[j].Kind]
 	})
 	return s
+}
+
+// optMoney shows an amount that may be missing.
+func optMoney(d *decimal.Decimal) string {
+	if d == nil {
+		return "—"
+	}
+	return money(*d)
 }
 
 // eventDetail summarises an event's data in a few words.

@@ -2,7 +2,12 @@ package dao
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"paynotify/model"
 )
@@ -45,4 +50,47 @@ func (tx *OutboxTx) RequeueEvent(ctx context.Context, seq int64, now time.Time) 
 	res := tx.s.db.WithContext(ctx).Model(&outboxRecord{}).Where("id = ? AND state = ?", seq, model.OutboxFailed).
 		Updates(map[string]any{"state": model.OutboxPending, "attempts": 0, "next_attempt_at": now.UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *OrderlessTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
+}
+
+// UpdateReconItem is the one way to change a reconciliation item: in one
+// transaction it locks the item's row and runs fn with it. An item is no
+// order's row, so it takes no order lock. An absent item is
+// model.ErrItemNotFound. Deadlocks retry as in UpdateOrder.
+func (s *Store) UpdateReconItem(ctx context.Context, id int64, fn func(ctx context.Context, tx *ReconItemTx, it model.ReconItem) error) error {
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		var r itemRecord
+		err := tx.db.WithContext(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", id).Take(&r).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("%w: %d", model.ErrItemNotFound, id)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		return fn(ctx, &ReconItemTx{s: tx, id: id}, r.item())
+	})
+}
+
+// ReconItemTx is a transaction that holds one reconciliation item's lock.
+// It is valid only inside the UpdateReconItem callback that received it.
+type ReconItemTx struct {
+	s  *Store
+	id int64
+}
+
+// Resolve records an operator's resolution of the item, once
+// (compare-and-set on resolved_at), and reports whether it did.
+func (tx *ReconItemTx) Resolve(ctx context.Context, by, note string, now time.Time) (bool, error) {
+	res := tx.s.db.WithContext(ctx).Table(itemTable).Where("id = ? AND resolved_at IS NULL", tx.id).
+		Updates(map[string]any{"resolved_at": now.UTC(), "resolved_by": by, "note": note, "update_time": now.UTC()})
+	return res.RowsAffected == 1, mapErr(res.Error)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *ReconItemTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
 }

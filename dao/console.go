@@ -248,3 +248,92 @@ func (s *Store) OrderSNs(ctx context.Context, ids []int64) (map[int64]string, er
 	}
 	return out, mapErr(err)
 }
+
+// ReconRow is a reconciliation item with the bill date of its run and
+// when the item was first found.
+type ReconRow struct {
+	model.ReconItem
+	BillDate   string
+	CreateTime time.Time
+}
+
+// reconRows reads items joined to their run's bill date.
+func (s *Store) reconRows(q *gorm.DB) ([]ReconRow, error) {
+	// A named embedded field: GORM cannot set the fields of an anonymous
+	// one of an unexported type.
+	var recs []struct {
+		Item     itemRecord `gorm:"embedded"`
+		BillDate string
+	}
+	if err := q.Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]ReconRow, len(recs))
+	for i, r := range recs {
+		out[i] = ReconRow{ReconItem: r.Item.item(), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
+	}
+	return out, nil
+}
+
+func (s *Store) reconItems(ctx context.Context) *gorm.DB {
+	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.bill_date").
+		Joins("JOIN " + runTable + " r ON r.id = i.run_id")
+}
+
+// ReconItemsOf lists the reconciliation items about any of these trades
+// or refunds, oldest first.
+func (s *Store) ReconItemsOf(ctx context.Context, tradeNos, outRequestNos []string) ([]ReconRow, error) {
+	if len(tradeNos) == 0 && len(outRequestNos) == 0 {
+		return nil, nil
+	}
+	// IN () is not SQL: an empty list matches nothing either way.
+	tradeNos, outRequestNos = append(tradeNos, ""), append(outRequestNos, "")
+	return s.reconRows(s.reconItems(ctx).Where("(i.trade_no IN ? AND i.trade_no != '') OR (i.out_request_no IN ? AND i.out_request_no != '')",
+		tradeNos, outRequestNos).Order("i.id").Limit(200))
+}
+
+// ReconItem reads one reconciliation item with its bill date.
+func (s *Store) ReconItem(ctx context.Context, id int64) (ReconRow, error) {
+	rows, err := s.reconRows(s.reconItems(ctx).Where("i.id = ?", id))
+	if err == nil && len(rows) == 0 {
+		err = fmt.Errorf("%w: %d", model.ErrItemNotFound, id)
+	}
+	if err != nil {
+		return ReconRow{}, err
+	}
+	return rows[0], nil
+}
+
+// ReconItemPage lists reconciliation items across runs, newest bill date
+// first, skipping offset: of one outcome if set, and only those needing
+// an operator (unresolved, and not REPAIRED — the repair resolved those)
+// if open.
+func (s *Store) ReconItemPage(ctx context.Context, outcome model.ReconOutcome, open bool, offset, limit int) ([]ReconRow, error) {
+	q := s.reconItems(ctx)
+	if outcome != "" {
+		q = q.Where("i.outcome = ?", outcome)
+	}
+	if open {
+		q = q.Where("i.resolved_at IS NULL AND i.outcome != ?", model.ReconRepaired)
+	}
+	return s.reconRows(q.Order("r.bill_date DESC, i.id").Offset(offset).Limit(limit))
+}
+
+// ReconQueue counts the reconciliation items that need an operator:
+// unresolved, and not REPAIRED.
+func (s *Store) ReconQueue(ctx context.Context) (model.QueueCount, error) {
+	return s.queueCount(ctx, itemTable, "resolved_at IS NULL AND outcome != ?", model.ReconRepaired)
+}
+
+// ReconItemCount counts what ReconItemPage lists.
+func (s *Store) ReconItemCount(ctx context.Context, outcome model.ReconOutcome, open bool) (int64, error) {
+	q := s.db.WithContext(ctx).Table(itemTable + " AS i")
+	if outcome != "" {
+		q = q.Where("i.outcome = ?", outcome)
+	}
+	if open {
+		q = q.Where("i.resolved_at IS NULL AND i.outcome != ?", model.ReconRepaired)
+	}
+	var n int64
+	return n, mapErr(q.Count(&n).Error)
+}

@@ -41,13 +41,14 @@ type PaymentMark struct {
 }
 
 // NotifyOutcome is how a payment was decided when it arrived, read back
-// from the ledger: applied or refund_pending (closed, already paid, amount
-// differs).
+// from the ledger: applied, refund_pending (closed, already paid, amount
+// differs) or unmatched (no order).
 func (p PaymentTally) NotifyOutcome() Outcome { return OutcomeOf(p.State, p.Reason) }
 
-// OutcomeOf reads a ledger row's decision: a payment is APPLIED or carries
-// the reason it could not be; its state moves on (REFUNDING, REFUNDED)
-// but the reason stays.
+// OutcomeOf reads a ledger row's decision: a payment is APPLIED, or
+// carries the reason it could not be applied, or — with no reason and not
+// applied — found no order (UNMATCHED). Its state moves on (REFUNDING,
+// REFUNDED) but the reason stays, so the decision can still be read.
 func OutcomeOf(state PaymentState, reason RefundReason) Outcome {
 	switch {
 	case reason != RefundNone:
@@ -55,5 +56,5 @@ func OutcomeOf(state PaymentState, reason RefundReason) Outcome {
 	case state == PaymentApplied:
 		return OutcomeApplied
 	}
-	return OutcomeRefundPending
+	return OutcomeUnmatched
 }

@@ -181,3 +181,38 @@ func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, tradeNo stri
 	}
 	return r.store.Refund(ctx, autoRequestNo(p))
 }
+
+// ResolveItemAs records that an operator looked at a reconciliation item
+// and why it needs nothing more (the note), once, with its admin_audit row
+// in the same transaction.
+func (r *Reconciliations) ResolveItemAs(ctx context.Context, act model.Act, id int64) (model.ReconItem, error) {
+	if err := checkAct(act, true); err != nil {
+		return model.ReconItem{}, err
+	}
+	row, err := r.store.ReconItem(ctx, id)
+	if err != nil {
+		return model.ReconItem{}, err
+	}
+	// The order the item is about, if any, so its timeline shows the action.
+	var orderID *int64
+	if row.TradeNo != "" {
+		if p, err := r.store.Payment(ctx, model.ProviderAlipay, row.TradeNo); err == nil && p.OrderID != 0 {
+			orderID = &p.OrderID
+		}
+	}
+	var out model.ReconItem
+	err = r.store.UpdateReconItem(ctx, id, func(ctx context.Context, tx *dao.ReconItemTx, it model.ReconItem) error {
+		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditReconResolve, OrderID: orderID,
+			TargetKind: model.TargetReconItem, TargetID: strconv.FormatInt(id, 10),
+			Before: fmt.Sprintf("%s of %s, open", it.Outcome, row.BillDate), After: "resolved", Note: act.Note}); err != nil {
+			return err
+		}
+		moved, err := tx.Resolve(ctx, act.Operator, act.Note, r.now())
+		if err != nil || !moved {
+			return notActionable(err, "item %d is resolved already", id)
+		}
+		out = it
+		return nil
+	})
+	return out, err
+}

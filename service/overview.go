@@ -30,6 +30,7 @@ type Window struct {
 	// By outcome when each payment arrived (model.OutcomeOf).
 	Applied       model.Tally
 	RefundPending model.Tally
+	Unmatched     model.Tally
 	// MoneyIn is every payment received, applied or not.
 	MoneyIn  model.Tally
 	Refunded model.Tally
@@ -42,6 +43,11 @@ type Queues struct {
 	RefundsFailed         model.QueueCount
 	OutboxPending         model.QueueCount
 	OutboxFailed          model.QueueCount
+	PaymentsUnmatched     model.QueueCount
+	// ReconOpen counts reconciliation items an operator has to look at;
+	// LastRun is the newest run (nil before the first).
+	ReconOpen model.QueueCount
+	LastRun   *model.ReconRun
 }
 
 // ChartBar is one minute of payments recorded, by outcome.
@@ -49,10 +55,11 @@ type ChartBar struct {
 	Minute        time.Time
 	Applied       int
 	RefundPending int
+	Unmatched     int
 }
 
 // Total is every payment in the minute.
-func (b ChartBar) Total() int { return b.Applied + b.RefundPending }
+func (b ChartBar) Total() int { return b.Applied + b.RefundPending + b.Unmatched }
 
 // Overview reads the overview: "today" starts at midnight in zone.
 func (o *Ops) Overview(ctx context.Context, now time.Time, zone *time.Location) (Overview, error) {
@@ -78,6 +85,8 @@ func (o *Ops) window(ctx context.Context, since time.Time) (Window, error) {
 		switch t.NotifyOutcome() {
 		case model.OutcomeApplied:
 			w.Applied = w.Applied.Add(t.Count, t.Amount)
+		case model.OutcomeUnmatched:
+			w.Unmatched = w.Unmatched.Add(t.Count, t.Amount)
 		default:
 			w.RefundPending = w.RefundPending.Add(t.Count, t.Amount)
 		}
@@ -101,7 +110,19 @@ func (o *Ops) queues(ctx context.Context) (Queues, error) {
 	if q.OutboxPending, err = o.store.OutboxQueue(ctx, model.OutboxPending); err != nil {
 		return q, err
 	}
-	q.OutboxFailed, err = o.store.OutboxQueue(ctx, model.OutboxFailed)
+	if q.OutboxFailed, err = o.store.OutboxQueue(ctx, model.OutboxFailed); err != nil {
+		return q, err
+	}
+	if q.PaymentsUnmatched, err = o.store.PaymentQueue(ctx, model.PaymentUnmatched); err != nil {
+		return q, err
+	}
+	if q.ReconOpen, err = o.store.ReconQueue(ctx); err != nil {
+		return q, err
+	}
+	runs, err := o.store.ReconRuns(ctx, model.ProviderAlipay, 1)
+	if len(runs) > 0 {
+		q.LastRun = &runs[0]
+	}
 	return q, err
 }
 
@@ -121,9 +142,12 @@ func (o *Ops) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {
 		if i < 0 || i >= len(bars) {
 			continue // recorded after now (clock skew between instances)
 		}
-		if model.OutcomeOf(m.State, m.Reason) == model.OutcomeApplied {
+		switch model.OutcomeOf(m.State, m.Reason) {
+		case model.OutcomeApplied:
 			bars[i].Applied++
-		} else {
+		case model.OutcomeUnmatched:
+			bars[i].Unmatched++
+		default:
 			bars[i].RefundPending++
 		}
 	}

@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"fmt"
 
+	"paynotify/dao"
 	"paynotify/model"
 )
 
@@ -141,4 +143,29 @@ func (o *Ops) Refund(ctx context.Context, outRequestNo string) (RefundRow, error
 	}
 	sns, err := o.store.OrderSNs(ctx, []int64{f.OrderID})
 	return RefundRow{Refund: f, OrderSN: sns[f.OrderID]}, err
+}
+
+// ReconQueue lists one page (from 0) of reconciliation items, newest bill
+// date first: of one outcome if set, only those needing an operator if
+// open; and counts them all.
+func (o *Ops) ReconQueue(ctx context.Context, outcome model.ReconOutcome, open bool, page int) ([]dao.ReconRow, int64, error) {
+	if outcome != "" && !outcome.Valid() {
+		return nil, 0, fmt.Errorf("%w: outcome %q", model.ErrInvalidRequest, outcome)
+	}
+	n, err := o.store.ReconItemCount(ctx, outcome, open)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := o.store.ReconItemPage(ctx, outcome, open, page*QueuePage, QueuePage)
+	return rows, n, err
+}
+
+// ReconRuns lists the newest reconciliation runs.
+func (o *Ops) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
+	return o.store.ReconRuns(ctx, model.ProviderAlipay, limit)
+}
+
+// ReconItem reads one reconciliation item with its bill date.
+func (o *Ops) ReconItem(ctx context.Context, id int64) (dao.ReconRow, error) {
+	return o.store.ReconItem(ctx, id)
 }

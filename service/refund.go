@@ -120,7 +120,7 @@ func (r *Refunds) Enqueue(ctx context.Context) (int, error) {
 func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) (bool, error) {
 	if p.OrderID == 0 {
 		// An UNMATCHED payment an operator asked to refund: no order.
-		return r.enqueueOrderless(ctx, p)
+		return r.enqueueOrderless(ctx, p, act)
 	}
 	enqueued := false
 	err := r.store.UpdateOrder(ctx, dao.OrderID(p.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/dao"
 	"paynotify/model"
 )
 
@@ -21,6 +22,9 @@ type Timeline struct {
 	Refunds  []model.Refund
 	Events   []model.OutboxRow
 	Audit    []model.Audit
+	// Recon is what reconciliation found about the order's payments and
+	// refunds.
+	Recon []dao.ReconRow
 	// Refundable is what an operator may still refund of the applied
 	// payment (zero when nothing is), by the admin API's rule.
 	Refundable decimal.Decimal
@@ -141,6 +145,16 @@ func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
 		return t, err
 	}
 	if t.Audit, err = o.store.AuditByOrder(ctx, id); err != nil {
+		return t, err
+	}
+	var trades, requests []string
+	for _, p := range t.Payments {
+		trades = append(trades, p.TradeNo)
+	}
+	for _, f := range t.Refunds {
+		requests = append(requests, f.OutRequestNo)
+	}
+	if t.Recon, err = o.store.ReconItemsOf(ctx, trades, requests); err != nil {
 		return t, err
 	}
 	if paid, left := refundable(t.Order, t.Payments, t.Refunds); paid != nil {

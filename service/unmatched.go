@@ -23,6 +23,21 @@ import (
 // it stands; another key, or a payment that has an order, is
 // model.ErrNotUnmatched.
 func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (model.Payment, error) {
+	return r.refundUnmatched(ctx, tradeNo, key, nil)
+}
+
+// RefundUnmatchedAs is RefundUnmatched by a console operator: the form's
+// one-time key is the idempotency key, recorded in admin_audit in the
+// same transaction, first — so the same form again is
+// model.ErrAlreadyDone.
+func (r *Refunds) RefundUnmatchedAs(ctx context.Context, act model.Act, tradeNo string) (model.Payment, error) {
+	if err := checkAct(act, false); err != nil {
+		return model.Payment{}, err
+	}
+	return r.refundUnmatched(ctx, tradeNo, act.Key, &act)
+}
+
+func (r *Refunds) refundUnmatched(ctx context.Context, tradeNo, key string, act *model.Act) (model.Payment, error) {
 	if !model.ValidIdempotencyKey(key) {
 		return model.Payment{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
 	}
@@ -32,6 +47,16 @@ func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (mod
 	var out model.Payment
 	err := r.store.UpdateOrderless(ctx, model.ProviderAlipay, tradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
 		out = p
+		if act != nil {
+			if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditPaymentRefund,
+				TargetKind: model.TargetPayment, TargetID: tradeNo, Before: string(p.State),
+				After: fmt.Sprintf("%s, %s to refund in full", model.PaymentRefundPending, p.Amount.StringFixed(2)), Note: act.Note}); err != nil {
+				return err
+			}
+			if p.State != model.PaymentUnmatched {
+				return fmt.Errorf("%w: payment %q is %s", model.ErrNotUnmatched, tradeNo, p.State)
+			}
+		}
 		if p.State == model.PaymentUnmatched {
 			moved, err := tx.SetPaymentState(ctx, model.PaymentUnmatched, model.PaymentRefundPending)
 			if err != nil {
@@ -77,7 +102,9 @@ func leftOf(p model.Payment, refunds []model.Refund) decimal.Decimal {
 
 // enqueueOrderless turns a REFUND_PENDING payment without an order into
 // its refund (payment → REFUNDING), under the payment's lock.
-func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment) (bool, error) {
+// An operator's ask (act) is recorded in admin_audit first, and rolled
+// back with everything else when there was nothing to move.
+func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment, act *model.Act) (bool, error) {
 	enqueued := false
 	err := r.store.UpdateOrderless(ctx, p.Provider, p.TradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
 		enqueued = false
@@ -86,13 +113,26 @@ func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment) (bool, 
 			return err
 		}
 		left := leftOf(p, refunds)
+		if act != nil {
+			if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditPaymentRefund,
+				TargetKind: model.TargetPayment, TargetID: p.TradeNo, Before: string(p.State),
+				After: fmt.Sprintf("%s, refund %s of %s", model.PaymentRefunding, autoRequestNo(p), left.StringFixed(2)), Note: act.Note}); err != nil {
+				return err
+			}
+		}
 		to := model.PaymentRefunding
 		if !left.IsPositive() {
 			to = model.PaymentRefunded // nothing left to give back
 		}
 		moved, err := tx.SetPaymentState(ctx, model.PaymentRefundPending, to)
-		if err != nil || !moved || to == model.PaymentRefunded {
-			return err // another worker took it, or nothing to do
+		if err != nil {
+			return err
+		}
+		if !moved {
+			return errNotMoved // another worker took it
+		}
+		if to == model.PaymentRefunded {
+			return nil
 		}
 		_, err = tx.InsertRefund(ctx, model.Refund{
 			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
@@ -101,6 +141,9 @@ func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment) (bool, 
 		enqueued = err == nil
 		return err
 	})
+	if errors.Is(err, errNotMoved) {
+		return false, nil
+	}
 	return enqueued, err
 }
 
