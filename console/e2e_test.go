@@ -316,10 +316,17 @@ func profileDir(t *testing.T) string {
 }
 
 // seedBackground adds a realistic morning to the screenshots: orders paid
-// over the last two hours, a few owed back, one refund failed.
+// over the last two hours, a few paid twice, two payments for no order,
+// and yesterday's reconciliation with a difference.
 func seedBackground(t *testing.T, s *stack) {
 	t.Helper()
 	ctx := t.Context()
+	s.notify(t, "LOST-20261130-0042", "2026120122001400000009901", "129.00")
+	s.notify(t, "LOST-20261130-0043", "2026120122001400000009902", "35.50")
+	bill, ledger := decimal.RequireFromString("87.40"), decimal.RequireFromString("88.00")
+	reconRun(t, s.store, time.Now().In(model.Beijing).AddDate(0, 0, -1).Format("2006-01-02"),
+		model.ReconItem{Outcome: model.ReconAmountDiffers, Ref: "2026113022001400000001234", TradeNo: "2026113022001400000001234",
+			BillAmount: &bill, LedgerAmount: &ledger, Detail: "the bill and the ledger disagree on the amount"})
 	for i := range 120 {
 		sn := fmt.Sprintf("SO-2026120%04d", i)
 		amount := fmt.Sprintf("%d.%02d", 20+(i*37)%400, (i*13)%100)
