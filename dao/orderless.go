@@ -135,10 +135,11 @@ func (tx *OrderlessTx) InsertRefund(ctx context.Context, f model.Refund) (bool, 
 }
 
 // InsertFinishedRefund records a refund of the payment that is already
-// REFUNDED (found in Alipay's bill), unless its out_request_no exists.
-func (tx *OrderlessTx) InsertFinishedRefund(ctx context.Context, f model.Refund) error {
+// REFUNDED (found in Alipay's bill), unless its out_request_no exists, and
+// reports whether it did.
+func (tx *OrderlessTx) InsertFinishedRefund(ctx context.Context, f model.Refund) (bool, error) {
 	if f.TradeNo != tx.pay.TradeNo {
-		return fmt.Errorf("%w: a refund of another payment in the transaction of %q", ErrLockOrder, tx.pay.TradeNo)
+		return false, fmt.Errorf("%w: a refund of another payment in the transaction of %q", ErrLockOrder, tx.pay.TradeNo)
 	}
 	f.OrderID = 0
 	return tx.s.insertFinishedRefund(ctx, f)

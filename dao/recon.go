@@ -543,35 +543,45 @@ func (s *Store) RunDates(ctx context.Context, provider model.Provider, state mod
 }
 
 // RecordConsoleRefund records a refund found in Alipay's bill that we
-// never asked for, as REFUNDED (so no worker ever executes it), unless its
-// out_request_no is recorded already — through the entry point of its
-// payment: the order's lock first, or the payment's when it has no order.
-func (s *Store) RecordConsoleRefund(ctx context.Context, f model.Refund) error {
+// never asked for, as REFUNDED (so no worker ever executes it), with its
+// event ev, unless its out_request_no is recorded already — through the
+// entry point of its payment: the order's lock first, or the payment's
+// when it has no order.
+func (s *Store) RecordConsoleRefund(ctx context.Context, f model.Refund, ev model.Event) error {
 	if f.OrderID == 0 {
 		return s.UpdateOrderless(ctx, f.Provider, f.TradeNo, func(ctx context.Context, tx *OrderlessTx, _ model.Payment) error {
-			return tx.InsertFinishedRefund(ctx, f)
+			inserted, err := tx.InsertFinishedRefund(ctx, f)
+			if err != nil || !inserted {
+				return err
+			}
+			return tx.InsertEvents(ctx, ev)
 		})
 	}
 	return s.UpdateOrder(ctx, OrderID(f.OrderID), ForUpdate, func(ctx context.Context, tx *OrderTx, _ model.Order) error {
-		return tx.InsertFinishedRefund(ctx, f)
+		inserted, err := tx.InsertFinishedRefund(ctx, f)
+		if err != nil || !inserted {
+			return err
+		}
+		return tx.InsertEvents(ctx, ev)
 	})
 }
 
 // InsertFinishedRefund records a refund of the order that is already
-// REFUNDED (found in Alipay's bill), unless its out_request_no exists.
-func (tx *OrderTx) InsertFinishedRefund(ctx context.Context, f model.Refund) error {
+// REFUNDED (found in Alipay's bill), unless its out_request_no exists, and
+// reports whether it did.
+func (tx *OrderTx) InsertFinishedRefund(ctx context.Context, f model.Refund) (bool, error) {
 	if err := tx.own(f.OrderID); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.step(rankOrderRows); err != nil {
-		return err
+		return false, err
 	}
 	return tx.s.insertFinishedRefund(ctx, f)
 }
 
 // insertFinishedRefund inserts a refund already REFUNDED, unless its
-// out_request_no exists.
-func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) error {
+// out_request_no exists, and reports whether it did.
+func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
@@ -581,6 +591,5 @@ func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) error 
 	if f.OrderID != 0 {
 		row["order_id"] = f.OrderID
 	}
-	_, err := s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
-	return err
+	return s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
 }

@@ -22,6 +22,7 @@ var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefund
 //	payment.refund_pending          debit alipay_clearing / credit refunds_payable
 //	payment.refunded (owed back)    debit refunds_payable / credit alipay_clearing
 //	payment.refunded (after-sale)   debit sales_returns   / credit alipay_clearing
+//	payment.refunded (console)      the same, or refunds_payable without an order
 //	payment.unmatched               debit alipay_clearing / credit refunds_payable
 //	payment.fees_booked             debit fee_expense     / credit alipay_clearing
 //	                                (the other way round for fees given back)
@@ -87,7 +88,9 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
 		debit, credit = model.AccountRefundsPayable, model.AccountAlipayClearing
-		if d.Kind == string(model.RefundAfterSale) {
+		if d.Kind == string(model.RefundAfterSale) || (d.Kind == string(model.RefundConsole) && d.OrderID != 0) {
+			// A refund of a sale: an operator's, or one made from Alipay's
+			// console and found in its bill.
 			debit = model.AccountSalesReturns
 		}
 		amountText, orderID, orderSN = d.Amount, d.OrderID, d.OrderSN

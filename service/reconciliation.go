@@ -461,7 +461,16 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in Alipay's bill of " + m.date,
 		State: model.RefundRefunded,
 	}
-	if err := m.r.store.RecordConsoleRefund(ctx, f); err != nil {
+	// Money left Alipay: the journal books it as a refund (payment.refunded,
+	// kind CONSOLE) — once, with the refund's row.
+	ev, err := newEvent(model.EventRefunded, p.OrderID, model.RefundEventData{
+		OrderID: p.OrderID, Provider: string(p.Provider), TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
+		OutRequestNo: e.OutRequestNo, Kind: string(model.RefundConsole), Amount: amount.StringFixed(2), Reason: f.Reason,
+	}, m.r.now())
+	if err != nil {
+		return it, err
+	}
+	if err := m.r.store.RecordConsoleRefund(ctx, f, ev); err != nil {
 		return it, fmt.Errorf("record console refund %s: %w", e.OutRequestNo, err)
 	}
 	it.LedgerAmount = amountPtr(amount)

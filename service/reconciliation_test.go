@@ -328,6 +328,10 @@ func TestReconcileConsoleRefund(t *testing.T) {
 		if n := r.count(t, "SELECT COUNT(*) FROM oms_refund WHERE kind = 'CONSOLE'"); n != 1 {
 			t.Errorf("%d console refunds recorded", n)
 		}
+		// Booked once: the money left through the console.
+		if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE event_type = ? AND payload LIKE ?", model.EventRefunded, `%"kind":"CONSOLE"%`); n != 1 {
+			t.Errorf("%d payment.refunded events for the console refund", n)
+		}
 	})
 }
 

@@ -1,0 +1,51 @@
+package service
+
+import (
+	"testing"
+	"time"
+
+	"paynotify/model"
+)
+
+// The journal lines of reconciliation's events and of payments without an
+// order: balanced, on the accounts the README names.
+func TestJournalLinesOfReconciliation(t *testing.T) {
+	at := time.Date(2026, 12, 1, 1, 30, 0, 0, time.UTC)
+	mk := func(typ model.EventType, data any) model.Event {
+		t.Helper()
+		ev, err := newEvent(typ, 0, data, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	for _, c := range []struct {
+		name          string
+		ev            model.Event
+		debit, credit string
+		amount        string
+	}{
+		{"Unmatched", mk(model.EventPaymentUnmatched, model.PaymentEventData{TradeNo: "T1", Amount: "12.34", State: "UNMATCHED"}),
+			model.AccountAlipayClearing, model.AccountRefundsPayable, "12.34"},
+		{"FeesCharged", mk(model.EventFeesBooked, model.FeeEventData{BillDate: "2026-11-30", Lines: 3, Amount: "0.59"}),
+			model.AccountFeeExpense, model.AccountAlipayClearing, "0.59"},
+		{"FeesGivenBack", mk(model.EventFeesBooked, model.FeeEventData{BillDate: "2026-11-30", Lines: 1, Amount: "-0.18"}),
+			model.AccountAlipayClearing, model.AccountFeeExpense, "0.18"},
+		{"ConsoleRefundOfASale", mk(model.EventRefunded, model.RefundEventData{OrderID: 7, Kind: "CONSOLE", Amount: "30.00"}),
+			model.AccountSalesReturns, model.AccountAlipayClearing, "30.00"},
+		{"ConsoleRefundWithoutOrder", mk(model.EventRefunded, model.RefundEventData{Kind: "CONSOLE", Amount: "15.00"}),
+			model.AccountRefundsPayable, model.AccountAlipayClearing, "15.00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lines, err := journalLines(c.ev)
+			if err != nil || len(lines) != 2 {
+				t.Fatalf("lines %+v, %v", lines, err)
+			}
+			d, k := lines[0], lines[1]
+			if d.Account != c.debit || k.Account != c.credit || d.Debit.StringFixed(2) != c.amount || k.Credit.StringFixed(2) != c.amount ||
+				!d.Credit.IsZero() || !k.Debit.IsZero() {
+				t.Fatalf("lines %+v, want debit %s / credit %s %s", lines, c.debit, c.credit, c.amount)
+			}
+		})
+	}
+}
