@@ -11,12 +11,14 @@
 //     order, FOR UPDATE or FOR UPDATE SKIP LOCKED, and hands its callback
 //     an OrderTx), UpdateOrders (locks a group of orders with one
 //     statement in id order, hands an OrdersTx, and does not retry),
-//     PlaceOrder (records the request key and hands a
-//     PlaceTx), UpdateOutbox, UpdateJournal and UpdateSession (no order
-//     at all), and the
-//     self-contained claims (ClaimRefunds, ClaimAttemptsToQuery,
-//     RequestForUpdateNoWait). Each retries deadlocks and lock-wait
-//     timeouts a bounded number of times within the caller's deadline.
+//     PlaceOrder (records the request key and hands a PlaceTx),
+//     UpdateOrderless (a payment that has no order, its row the first
+//     lock), UpdateOutbox, UpdateJournal, UpdateSession and
+//     UpdateReconItem (no order at all), and the self-contained ones
+//     (ClaimRefunds, ClaimAttemptsToQuery, ClaimRun, FinishRun,
+//     RecordUnmatched, RequestForUpdateNoWait). Each retries deadlocks and
+//     lock-wait timeouts a bounded number of times within the caller's
+//     deadline, but for UpdateOrders and RequestForUpdateNoWait.
 //   - A transaction type reaches only what comes after its first lock:
 //     OrderTx cannot lock another order, and steps back in the order (a
 //     payment after stock, stock after the coupon) fail with ErrLockOrder;
