@@ -16,5 +16,11 @@ func Queued(p *Payments) int {
 	return len(p.group.queue)
 }
 
-// Groups is how many group transactions p has committed.
-func Groups(p *Payments) int64 { return p.group.groups.Load() }
+// Groups is how many group transactions p has committed (0 with group
+// apply off).
+func Groups(p *Payments) int64 {
+	if p.group == nil {
+		return 0
+	}
+	return p.group.groups.Load()
+}

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -264,10 +265,22 @@ func samePair(got []model.Outcome, a, b model.Outcome) bool {
 // unknown orders (UNMATCHED) — on orders that share one SKU: every order paid once by
 // one trade, the other owed back, every copy a duplicate, every conflict
 // refused, the shared stock sold once per order, one event per payment.
-// Rounds repeat until some were applied in groups and some alone.
+// Rounds repeat until some were applied in groups and some alone. The
+// same storm with group apply off holds the same invariants.
 func TestGroupApplyStorm(t *testing.T) {
-	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
-		p := service.NewPayments(store)
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+				storm(t, store, service.NewPayments(store, service.GroupApply(on)), on)
+			})
+		})
+	}
+}
+
+// storm is TestGroupApplyStorm on one store; grouped says whether group
+// transactions must be seen.
+func storm(t *testing.T, store *dao.Store, p *service.Payments, grouped bool) {
+	{
 		orders := service.NewOrders(store)
 		const perRound, copies = 40, 3
 		sku := mustSKU(t, store, "10.00", 100_000)
@@ -277,7 +290,7 @@ func TestGroupApplyStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		total, unmatchedAll := 0, 0
-		for r := 0; r < maxRaceRounds && (r == 0 || service.Groups(p) == 0); r++ {
+		for r := 0; r < maxRaceRounds && (r == 0 || grouped && service.Groups(p) == 0); r++ {
 			var sns []string
 			var ns []model.Notification
 			for i := range perRound {
@@ -338,7 +351,7 @@ func TestGroupApplyStorm(t *testing.T) {
 				}
 			}
 		}
-		if service.Groups(p) == 0 {
+		if grouped && service.Groups(p) == 0 {
 			t.Fatalf("no group transaction in %d rounds", maxRaceRounds)
 		}
 		s := mustReadSKU(t, store, sku)
@@ -367,5 +380,32 @@ func TestGroupApplyStorm(t *testing.T) {
 			}
 		}
 		t.Logf("%d orders, %d group transactions", total, service.Groups(p))
-	})
+	}
+}
+
+// A notification with less than the group budget left does not wait for
+// the transaction in flight: it runs alone at once (on MariaDB, where it
+// has a connection of its own while the held transaction keeps another).
+func TestGroupApplyNearDeadlineRunsAlone(t *testing.T) {
+	store := daotest.Open(t, dao.DriverMySQL)
+	g := newGate(t, store)
+	p := service.NewPayments(store)
+	first, late := mustOrder(t, store, newSN("GA-HELD-"), "1.00"), mustOrder(t, store, newSN("GA-LATE-"), "1.00")
+	held, release := g.arm()
+	firstDone := make(chan error, 1)
+	go func() {
+		_, _, err := p.Observe(ctx, paid(first.OrderSN, "T-"+first.OrderSN, "1.00"))
+		firstDone <- err
+	}()
+	<-held
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, outcome, err := p.Observe(short, paid(late.OrderSN, "T-"+late.OrderSN, "1.00"))
+	cancel()
+	release()
+	if err != nil || outcome != model.OutcomeApplied {
+		t.Fatalf("near its deadline: %s %v, want applied alone while the group's transaction is held", outcome, err)
+	}
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
 }
