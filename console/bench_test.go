@@ -69,6 +69,9 @@ func BenchmarkPages(b *testing.B) {
 		{"Payment", "/console/payments/TN49962b", http.StatusOK},
 		{"QueuePaymentsOwed", "/console/queues/payments?state=REFUND_PENDING", http.StatusOK},
 		{"QueuePaymentsRefunded", "/console/queues/payments?state=REFUND_FAILED", http.StatusOK},
+		{"QueuePaymentsUnmatched", "/console/queues/payments?state=UNMATCHED", http.StatusOK},
+		{"QueueReconciliation", "/console/queues/reconciliation", http.StatusOK},
+		{"QueueReconciliationAll", "/console/queues/reconciliation?all=1&page=5", http.StatusOK},
 		{"QueueRefundsFailed", "/console/queues/refunds?state=REFUND_FAILED", http.StatusOK},
 		{"QueueRefundsInProgress", "/console/queues/refunds?state=REFUNDING", http.StatusOK},
 		{"QueueRefundsDonePage40", "/console/queues/refunds?state=REFUNDED&page=40", http.StatusOK},
@@ -119,7 +122,8 @@ func benchConsole(b *testing.B, store *dao.Store) (http.Handler, *http.Cookie) {
 // every 33rd paid twice (the second refunded, a few still owed back or
 // failed), every 20th refunded in part after sale (every 50th of those
 // failed at Alipay); two outbox events an order, nearly all sent; 1,000
-// operator actions.
+// operator actions; 40 payments for no order; 30 daily reconciliations of
+// 20 items each, the last three days' unresolved.
 func seedLedger(b *testing.B, store *dao.Store) {
 	b.Helper()
 	db := store.SQL()
@@ -221,12 +225,34 @@ func seedLedger(b *testing.B, store *dao.Store) {
 			}
 		}
 	}
-	for _, t := range []*batch{orders, items, attempts, payments, refunds, outbox, audit} {
+	// Payments for no order, and a month of daily reconciliations with a
+	// few differences each.
+	for i := range 40 {
+		at := now.Add(-time.Duration(i) * 17 * time.Hour)
+		payments.add("alipay", fmt.Sprintf("TU%d", i), nil, fmt.Sprintf("LOST-%d", i), "66.00", "UNMATCHED", "", fmt.Sprintf("NU%d", i), at, at, at)
+	}
+	runs := newBatch(b, db, "recon_run", "id, provider, bill_date, state, attempts, owner, lease_until, started_at, finished_at, create_time, update_time")
+	recon := newBatch(b, db, "recon_item", "run_id, attempt_no, outcome, ref, trade_no, out_trade_no, out_request_no, bill_amount, ledger_amount, detail, resolved_at, resolved_by, note, create_time, update_time")
+	outcomes := []string{"REPAIRED", "MISSING_AT_ALIPAY", "AMOUNT_DIFFERS", "UNKNOWN_REFUND", "UNMATCHED"}
+	for d := 1; d <= 30; d++ {
+		day := now.AddDate(0, 0, -d)
+		runs.add(d, "alipay", day.Format("2006-01-02"), "DONE", 1, "bench", day, day, day, day, day)
+		for j := range 20 {
+			i := d*1000 + j*37
+			var resolved any
+			if d > 3 {
+				resolved = day.Add(time.Hour)
+			}
+			recon.add(d, 1, outcomes[j%len(outcomes)], fmt.Sprintf("TN%d", i), fmt.Sprintf("TN%d", i), fmt.Sprintf("SN%d", i), "",
+				"10.00", "10.50", "the bill and the ledger disagree", resolved, "", "", day, day)
+		}
+	}
+	for _, t := range []*batch{orders, items, attempts, payments, refunds, outbox, audit, runs, recon} {
 		t.flush()
 	}
 	// The query planner needs to know what it is planning over.
 	if store.Driver() == dao.DriverMySQL {
-		for _, table := range []string{"oms_order", "oms_order_item", "oms_pay_attempt", "oms_order_payment", "oms_refund", "outbox", "admin_audit"} {
+		for _, table := range []string{"oms_order", "oms_order_item", "oms_pay_attempt", "oms_order_payment", "oms_refund", "outbox", "admin_audit", "recon_run", "recon_item"} {
 			if _, err := db.ExecContext(b.Context(), "ANALYZE TABLE "+table); err != nil {
 				b.Fatal(err)
 			}
@@ -243,7 +269,7 @@ func dropConsoleIndexes(b *testing.B, store *dao.Store) {
 	for _, ix := range [][2]string{
 		{"oms_order_payment", "idx_oms_order_payment_state_create_time"}, {"oms_order_payment", "idx_oms_order_payment_create_time"},
 		{"oms_order_payment", "idx_oms_order_payment_out_trade_no"}, {"oms_order", "idx_oms_order_member_id"},
-		{"oms_order", "idx_oms_order_payment_time"}, {"outbox", "idx_outbox_aggregate_id"}, {"oms_refund", "idx_oms_refund_state_update_time"},
+		{"outbox", "idx_outbox_aggregate_id"}, {"oms_refund", "idx_oms_refund_state_update_time"},
 	} {
 		q := "DROP INDEX " + ix[1]
 		if store.Driver() == dao.DriverMySQL {

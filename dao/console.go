@@ -125,10 +125,25 @@ func (s *Store) PaymentQueue(ctx context.Context, state model.PaymentState) (mod
 	return s.queueCount(ctx, paymentTable, "state = ?", state)
 }
 
-// OutboxQueue counts the outbox rows in a state.
+// OutboxQueue counts the outbox rows in a state. Sent rows are history
+// that grows with every event: they are counted up to sentCountCap only.
 func (s *Store) OutboxQueue(ctx context.Context, state model.OutboxState) (model.QueueCount, error) {
-	return s.queueCount(ctx, outboxTable, "state = ?", state)
+	if state != model.OutboxSent {
+		return s.queueCount(ctx, outboxTable, "state = ?", state)
+	}
+	var n int64
+	sub := s.db.WithContext(ctx).Table(outboxTable).Select("id").Where("state = ?", state).Limit(sentCountCap + 1)
+	if err := s.db.WithContext(ctx).Table("(?) AS t", sub).Count(&n).Error; err != nil {
+		return model.QueueCount{}, mapErr(err)
+	}
+	if n > sentCountCap {
+		return model.QueueCount{Count: sentCountCap, AtLeast: true}, nil
+	}
+	return model.QueueCount{Count: n}, nil
 }
+
+// sentCountCap is how far the sent outbox rows are counted.
+const sentCountCap = 10000
 
 // OrderByID reads an order by id without locking.
 func (s *Store) OrderByID(ctx context.Context, id int64) (model.Order, error) {
@@ -206,15 +221,17 @@ func (s *Store) OutboxPage(ctx context.Context, state model.OutboxState, after i
 	return rows(recs)
 }
 
-// RefundPage lists refunds in a state, oldest first, skipping offset
-// (REFUND_FAILED: those not yet resolved).
+// RefundPage lists refunds in a state, the longest unchanged first,
+// skipping offset (REFUND_FAILED: those not yet resolved).
 func (s *Store) RefundPage(ctx context.Context, state model.RefundState, offset, limit int) ([]model.Refund, error) {
 	q := s.db.WithContext(ctx).Where("state = ?", state)
 	if state == model.RefundFailed {
 		q = q.Where("resolved_time IS NULL")
 	}
+	// In the order of the (state, update_time) index: the longest unchanged
+	// first, without sorting the state's rows.
 	var recs []refundRecord
-	if err := q.Order("create_time, out_request_no").Offset(offset).Limit(limit).Find(&recs).Error; err != nil {
+	if err := q.Order("update_time, out_request_no").Offset(offset).Limit(limit).Find(&recs).Error; err != nil {
 		return nil, mapErr(err)
 	}
 	out := make([]model.Refund, len(recs))

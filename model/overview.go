@@ -30,6 +30,9 @@ type PaymentTally struct {
 type QueueCount struct {
 	Count  int64
 	Oldest *time.Time
+	// AtLeast: there are Count rows or more (a history too long to count
+	// on every page view, such as the outbox's sent rows).
+	AtLeast bool
 }
 
 // PaymentMark is one payment on the overview's per-minute chart: when it

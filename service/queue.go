@@ -23,8 +23,9 @@ type EventRow struct {
 	OrderSN string
 }
 
-// RefundQueue lists one page (from 0) of the refunds in a state, oldest
-// first (REFUND_FAILED: those not resolved), and counts them all.
+// RefundQueue lists one page (from 0) of the refunds in a state, the
+// longest unchanged first (REFUND_FAILED: those not resolved), and counts
+// them all.
 func (o *Ops) RefundQueue(ctx context.Context, state model.RefundState, page int) ([]RefundRow, model.QueueCount, error) {
 	count, err := o.store.RefundQueue(ctx, state)
 	if err != nil {

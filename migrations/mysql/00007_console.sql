@@ -56,8 +56,7 @@ ALTER TABLE oms_order_payment
     ADD KEY idx_oms_order_payment_create_time (create_time),
     ADD KEY idx_oms_order_payment_out_trade_no (out_trade_no);
 ALTER TABLE oms_order
-    ADD KEY idx_oms_order_member_id (member_id, id),
-    ADD KEY idx_oms_order_payment_time (payment_time);
+    ADD KEY idx_oms_order_member_id (member_id, id);
 ALTER TABLE outbox
     ADD KEY idx_outbox_aggregate_id (aggregate_id);
 ALTER TABLE oms_refund
@@ -67,7 +66,6 @@ ALTER TABLE oms_refund
 ALTER TABLE oms_refund DROP KEY idx_oms_refund_state_update_time;
 ALTER TABLE outbox DROP KEY idx_outbox_aggregate_id;
 ALTER TABLE oms_order
-    DROP KEY idx_oms_order_payment_time,
     DROP KEY idx_oms_order_member_id;
 ALTER TABLE oms_order_payment
     DROP KEY idx_oms_order_payment_out_trade_no,

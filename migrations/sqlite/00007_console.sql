@@ -48,14 +48,12 @@ CREATE INDEX idx_oms_order_payment_state_create_time ON oms_order_payment (state
 CREATE INDEX idx_oms_order_payment_create_time ON oms_order_payment (create_time);
 CREATE INDEX idx_oms_order_payment_out_trade_no ON oms_order_payment (out_trade_no);
 CREATE INDEX idx_oms_order_member_id ON oms_order (member_id, id);
-CREATE INDEX idx_oms_order_payment_time ON oms_order (payment_time);
 CREATE INDEX idx_outbox_aggregate_id ON outbox (aggregate_id);
 CREATE INDEX idx_oms_refund_state_update_time ON oms_refund (state, update_time);
 
 -- +goose Down
 DROP INDEX idx_oms_refund_state_update_time;
 DROP INDEX idx_outbox_aggregate_id;
-DROP INDEX idx_oms_order_payment_time;
 DROP INDEX idx_oms_order_member_id;
 DROP INDEX idx_oms_order_payment_out_trade_no;
 DROP INDEX idx_oms_order_payment_create_time;
