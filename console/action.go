@@ -92,16 +92,10 @@ type confirmData struct {
 	Fields  map[string]string
 	Button  string
 	Cancel  string
-	Key     string
 }
 
 func (c *Console) confirm(w http.ResponseWriter, r *http.Request, d confirmData) {
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	d.page, d.Key = c.page(r, d.Heading), key
+	d.page = c.page(r, d.Heading)
 	c.render(w, r, http.StatusOK, "confirm", d)
 }
 
@@ -192,7 +186,6 @@ type refundFormData struct {
 	Amount   string
 	Note     string
 	Error    string
-	Key      string
 }
 
 // orderRefundForm asks how much of an order to refund.
@@ -206,13 +199,8 @@ func (c *Console) orderRefundForm(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) refundForm(w http.ResponseWriter, r *http.Request, status int, t service.Timeline, amount, note, msg string) {
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	c.render(w, r, status, "refund", refundFormData{page: c.page(r, "Refund order "+t.Order.OrderSN), Timeline: t, Amount: amount,
-		Note: note, Error: msg, Key: key})
+		Note: note, Error: msg})
 }
 
 // orderRefund refunds part or all of a paid order: the first post shows
@@ -278,13 +266,9 @@ type paymentQueueData struct {
 // paymentQueue lists payments owed back (REFUND_PENDING) or on their way
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
-	state := model.PaymentState(strings.ToUpper(r.URL.Query().Get("state")))
 	states := []model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed}
-	switch state {
-	case "":
-		state = model.PaymentRefundPending
-	case model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed:
-	default:
+	state, ok := queueState(r, states)
+	if !ok {
 		c.status(w, r, http.StatusBadRequest, "Unknown payment state.")
 		return
 	}
@@ -308,7 +292,6 @@ type reconQueueData struct {
 	Count    int64
 	Page     int
 	HasNext  bool
-	Key      string
 	Resolves bool
 }
 
@@ -333,14 +316,9 @@ func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
 		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
-		HasNext: int64((pageNo+1)*service.QueuePage) < n, Key: key, Resolves: c.d.Reconciliations != nil})
+		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.Reconciliations != nil})
 }
 
 func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {

@@ -149,9 +149,8 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 	var token string
 	if ck, err := r.Cookie(loginCookie); err == nil && validToken(ck.Value) {
 		token = ck.Value
-	} else if token, err = randomToken(); err != nil {
-		c.fail(w, r, err)
-		return
+	} else {
+		token = randomToken()
 	}
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: token, Path: Prefix + "/login", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: 3600})

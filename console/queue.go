@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,18 +18,14 @@ type refundQueueData struct {
 	Count   model.QueueCount
 	Page    int
 	HasNext bool
-	Key     string
 }
 
 // refundQueue lists refunds in one state: failed ones (to retry or
 // resolve) or those still in progress.
 func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
-	state := model.RefundState(strings.ToUpper(r.URL.Query().Get("state")))
-	switch state {
-	case "":
-		state = model.RefundFailed
-	case model.RefundFailed, model.RefundRefunding, model.RefundRefunded:
-	default:
+	states := []model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded}
+	state, ok := queueState(r, states)
+	if !ok {
 		c.status(w, r, http.StatusBadRequest, "Unknown refund state.")
 		return
 	}
@@ -38,14 +35,8 @@ func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	c.render(w, r, http.StatusOK, "refunds", refundQueueData{page: c.page(r, "Refunds "+string(state)), State: state,
-		States: []model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded},
-		Rows:   rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count, Key: key})
+		States: states, Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
 }
 
 type outboxQueueData struct {
@@ -56,17 +47,13 @@ type outboxQueueData struct {
 	Count  model.QueueCount
 	After  int64
 	Next   int64
-	Key    string
 }
 
 // outboxQueue lists outbox rows not yet delivered (or delivered).
 func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
-	state := model.OutboxState(strings.ToUpper(r.URL.Query().Get("state")))
-	switch state {
-	case "":
-		state = model.OutboxFailed
-	case model.OutboxFailed, model.OutboxPending, model.OutboxSent:
-	default:
+	states := []model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent}
+	state, ok := queueState(r, states)
+	if !ok {
 		c.status(w, r, http.StatusBadRequest, "Unknown outbox state.")
 		return
 	}
@@ -76,14 +63,9 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	d := outboxQueueData{page: c.page(r, "Outbox "+string(state)), State: state,
-		States: []model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent}, Rows: rows, Count: count,
-		After: after, Key: key}
+		States: states, Rows: rows, Count: count,
+		After: after}
 	if len(rows) == service.QueuePage {
 		d.Next = rows[len(rows)-1].Seq
 	}
@@ -112,6 +94,16 @@ func (c *Console) auditLog(w http.ResponseWriter, r *http.Request) {
 		d.Next = rows[len(rows)-1].ID
 	}
 	c.render(w, r, http.StatusOK, "audit", d)
+}
+
+// queueState reads which state a queue page lists: one of states, the
+// first when none is asked for; false for anything else.
+func queueState[S ~string](r *http.Request, states []S) (S, bool) {
+	s := S(strings.ToUpper(r.URL.Query().Get("state")))
+	if s == "" {
+		return states[0], true
+	}
+	return s, slices.Contains(states, s)
 }
 
 // pageParam reads a page number (from 0), capped so an offset stays cheap.

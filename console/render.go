@@ -76,12 +76,10 @@ func keySuffix(row any) string {
 
 // formKey is a page's one-time key for the forms it shows (32 hex digits,
 // leaving room for a keySuffix within model.ValidActKey's 64).
-func formKey() (string, error) {
+func formKey() string {
 	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b)
 }
 
 // dict builds a map from key, value pairs, to hand a sub-template more
@@ -110,8 +108,11 @@ type page struct {
 	Zones    []string
 	Path     string
 	Flash    string
-	loc      *time.Location
-	now      time.Time
+	// Key is this page's one-time key for the forms it shows: posting one
+	// twice does its work once.
+	Key string
+	loc *time.Location
+	now time.Time
 }
 
 func (c *Console) page(r *http.Request, title string) page {
@@ -125,7 +126,7 @@ func (c *Console) page(r *http.Request, title string) page {
 		loc, zone = time.UTC, "UTC"
 	}
 	return page{Title: title, Operator: ses.Operator, CSRF: ses.CSRFToken, Zone: zone, Zones: Zones,
-		Path: r.URL.RequestURI(), Flash: flashes[r.URL.Query().Get("done")], loc: loc, now: c.d.Now()}
+		Path: r.URL.RequestURI(), Flash: flashes[r.URL.Query().Get("done")], Key: formKey(), loc: loc, now: c.d.Now()}
 }
 
 // Time shows t in the operator's zone, with UTC on hover.
@@ -278,10 +279,8 @@ var errorTable = []struct {
 }
 
 // randomToken is 32 random bytes, hex.
-func randomToken() (string, error) {
+func randomToken() string {
 	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b)
 }

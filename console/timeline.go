@@ -79,8 +79,6 @@ type timelineData struct {
 	page
 	service.Timeline
 	Story []moment
-	// Key is this page's one-time key for its action forms.
-	Key string
 	// CanRefund: the order has money an operator may refund.
 	CanRefund bool
 }
@@ -102,13 +100,8 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
 	c.render(w, r, http.StatusOK, "order", timelineData{page: c.page(r, "Order "+t.Order.OrderSN), Timeline: t,
-		Story: story(t, c.page(r, "").loc), Key: key, CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
+		Story: story(t, c.page(r, "").loc), CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
 }
 
 // story merges what each table recorded into one list, oldest first.
@@ -218,7 +211,6 @@ type paymentData struct {
 	page
 	Payment service.PaymentRow
 	Audit   []model.Audit
-	Key     string
 }
 
 // payment shows a payment that has no order to show it with.
@@ -228,10 +220,5 @@ func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	key, err := formKey()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "payment", paymentData{page: c.page(r, "Payment "+p.TradeNo), Payment: p, Audit: audit, Key: key})
+	c.render(w, r, http.StatusOK, "payment", paymentData{page: c.page(r, "Payment "+p.TradeNo), Payment: p, Audit: audit})
 }
