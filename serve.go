@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	cdeps := console.Deps{
 		Log: log, Ops: ops, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds, Reconciliations: recon,
 		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Gatherer: reg,
-		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
 	if cdeps.Enabled() {
 		c, err := console.New(cdeps)
@@ -277,4 +278,13 @@ func consumeCmd(ctx context.Context, env environment) error {
 	defer b.Close()
 	log.Info("accounting consumer running", "durable", accountingDurable)
 	return b.Consume(ctx, accountingDurable, service.AccountingEvents, service.NewAccounting(store).Book)
+}
+
+// publicHost is the host of PUBLIC_URL, or "".
+func publicHost(publicURL string) string {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }

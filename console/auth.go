@@ -89,7 +89,7 @@ func (c *Console) known(operator string) bool {
 // session's anti-forgery token.
 func (c *Console) changing(next http.HandlerFunc) http.HandlerFunc {
 	return c.signedIn(func(w http.ResponseWriter, r *http.Request) {
-		if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), session(r).CSRFToken) {
+		if !c.sameOrigin(r) || !equal(r.PostFormValue("csrf"), session(r).CSRFToken) {
 			c.status(w, r, http.StatusForbidden, "This form has expired or did not come from the console. Go back, reload the page and try again.")
 			return
 		}
@@ -97,14 +97,20 @@ func (c *Console) changing(next http.HandlerFunc) http.HandlerFunc {
 	})
 }
 
-// sameOrigin refuses a request whose Origin names another site.
-func sameOrigin(r *http.Request) bool {
+// sameOrigin refuses a request whose Origin names another site than the
+// one it reached: its Host, the X-Forwarded-Host a proxy in front says,
+// or PUBLIC_URL's host (a proxy that rewrites Host and says nothing). A
+// browser's cross-site form can set none of these.
+func (c *Console) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true // older browsers and curl: the token decides
 	}
 	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	if err != nil || u.Host == "" {
+		return false // "null" among others
+	}
+	return u.Host == r.Host || u.Host == r.Header.Get("X-Forwarded-Host") || (c.d.PublicHost != "" && u.Host == c.d.PublicHost)
 }
 
 // validToken: 64 hex digits, as randomToken makes.
@@ -169,8 +175,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSpace(r.PostFormValue("operator"))
 	password := r.PostFormValue("password")
 	ck, err := r.Cookie(loginCookie)
-	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("login_csrf"), ck.Value) {
-		c.d.Log.Warn("console sign-in form refused", "cookie", err == nil, "same_origin", sameOrigin(r))
+	if err != nil || !c.sameOrigin(r) || !equal(r.PostFormValue("login_csrf"), ck.Value) {
+		c.d.Log.Warn("console sign-in form refused", "cookie", err == nil, "same_origin", c.sameOrigin(r))
 		c.renderLogin(w, r, http.StatusForbidden, name, "The sign-in form expired. Try again.")
 		return
 	}

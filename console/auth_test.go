@@ -199,6 +199,7 @@ func TestChangingFormsNeedCSRF(t *testing.T) {
 			{"AnotherOperatorsToken", url.Values{"zone": {"UTC"}, "csrf": {bobToken}}, ""},
 			{"Garbage", url.Values{"zone": {"UTC"}, "csrf": {"00"}}, ""},
 			{"OtherOrigin", url.Values{"zone": {"UTC"}, "csrf": {aliceToken}}, "https://evil.example"},
+			{"NullOrigin", url.Values{"zone": {"UTC"}, "csrf": {aliceToken}}, "null"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -215,6 +216,17 @@ func TestChangingFormsNeedCSRF(t *testing.T) {
 				}
 			})
 		}
+		t.Run("BehindProxy", func(t *testing.T) {
+			// A proxy that rewrites Host says where the browser was.
+			form := url.Values{"zone": {"Asia/Shanghai"}, "csrf": {aliceToken}}
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/console/zone", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "https://console.example.com")
+			req.Header.Set("X-Forwarded-Host", "console.example.com")
+			if r := alice.do(t, req); r.status != http.StatusSeeOther {
+				t.Fatalf("through a proxy: %d, want 303", r.status)
+			}
+		})
 		if r := alice.post(t, "/console/zone", url.Values{"zone": {"UTC"}, "csrf": {aliceToken}, "next": {"/console/"}}); r.status != http.StatusSeeOther {
 			t.Fatalf("with the token: %d", r.status)
 		}

@@ -47,6 +47,10 @@ type Deps struct {
 	// that arrived over plain HTTP (TLS ends at a proxy that does not say
 	// X-Forwarded-Proto).
 	SecureCookies bool
+	// PublicHost is the host the console is reached at from outside
+	// (PUBLIC_URL's), accepted as a form's Origin behind a proxy that
+	// rewrites Host.
+	PublicHost string
 	// Gatherer holds this instance's notification counters (duplicates
 	// and failures leave no row in the ledger).
 	Gatherer prometheus.Gatherer
