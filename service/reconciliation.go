@@ -313,6 +313,12 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 				return err
 			}
 			items = append(items, it)
+		} else if f.State == model.RefundFailed {
+			it, err := m.settleFailed(ctx, e, f)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
 		} else {
 			items = append(items, m.compareRefund(e, f)...)
 		}
@@ -432,9 +438,10 @@ func (m *matcher) compareRefund(e model.BillEntry, f model.Refund) []model.Recon
 	case f.Kind == model.RefundConsole:
 		it.Outcome, it.Detail = model.ReconUnknownRefund, "a refund we never asked for (merchant console); recorded against its payment"
 		return []model.ReconItem{it}
-	case f.State == model.RefundFailed:
-		it.Outcome, it.Detail = model.ReconUnknownRefund, "we hold this refund as FAILED; Alipay refunded it"
-		m.r.log.Warn("reconciliation: a refund we hold as failed was made", "out_request_no", e.OutRequestNo)
+	case settledFromBill(f):
+		// A refund we held as FAILED, settled by settleFailed when a run
+		// first saw it: still a difference until an operator resolves it.
+		it.Outcome, it.Detail = model.ReconUnknownRefund, settledDetail
 		return []model.ReconItem{it}
 	case !f.Amount.Equal(amount):
 		it.Outcome, it.Detail = model.ReconAmountDiffers, "the bill and our refund disagree on the amount"

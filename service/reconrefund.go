@@ -1,0 +1,81 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"paynotify/dao"
+	"paynotify/model"
+)
+
+// settledNote begins the last_error of a refund settleFailed moved from
+// REFUND_FAILED to REFUNDED: it is how a re-run knows the refund as one
+// the bill contradicted.
+const settledNote = "REFUND_FAILED here, refunded in Alipay's bill of "
+
+const settledDetail = "we held this refund as REFUND_FAILED; Alipay refunded it: now REFUNDED, counted against its payment"
+
+// settledFromBill reports whether f is a refund settleFailed settled.
+func settledFromBill(f model.Refund) bool {
+	return f.State == model.RefundRefunded && strings.HasPrefix(f.LastError, settledNote)
+}
+
+// settleFailed handles a bill refund we hold as REFUND_FAILED: Alipay
+// made it, so it is recorded as made — REFUNDED (and an automatic
+// refund's payment with it), booked once (payment.refunded) — and counts
+// against its payment from now on, so a later refund never exceeds what
+// is left. The item stays open: a refund Alipay refused and then made
+// needs an operator's eye.
+func (m *matcher) settleFailed(ctx context.Context, e model.BillEntry, f model.Refund) (model.ReconItem, error) {
+	amount := e.Amount.Neg()
+	it := model.ReconItem{Outcome: model.ReconUnknownRefund, Ref: e.OutRequestNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo,
+		OutRequestNo: e.OutRequestNo, BillAmount: amountPtr(amount), LedgerAmount: amountPtr(f.Amount),
+		Detail: settledDetail}
+	note := settledNote + m.date
+	ev, err := newEvent(model.EventRefunded, f.OrderID, model.RefundEventData{
+		OrderID: f.OrderID, Provider: string(f.Provider), TradeNo: f.TradeNo, OutTradeNo: f.OutTradeNo,
+		OutRequestNo: f.OutRequestNo, Kind: string(f.Kind), Amount: f.Amount.StringFixed(2), Reason: f.Reason,
+	}, m.r.now())
+	if err != nil {
+		return it, err
+	}
+	settled := false
+	if f.OrderID == 0 {
+		err = m.r.store.UpdateOrderless(ctx, f.Provider, f.TradeNo, func(ctx context.Context, tx *dao.OrderlessTx, _ model.Payment) error {
+			settled = false
+			moved, err := tx.SettleFailedRefund(ctx, f.OutRequestNo, note)
+			if err != nil || !moved {
+				return err
+			}
+			if _, err := tx.SetPaymentState(ctx, model.PaymentRefundFailed, model.PaymentRefunded); err != nil {
+				return err
+			}
+			settled = true
+			return tx.InsertEvents(ctx, ev)
+		})
+	} else {
+		err = m.r.store.UpdateOrder(ctx, dao.OrderID(f.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			settled = false
+			moved, err := tx.SettleFailedRefund(ctx, f.OutRequestNo, note)
+			if err != nil || !moved {
+				return err
+			}
+			if f.Kind == model.RefundAuto {
+				if _, err := tx.SetPaymentState(ctx, f.Provider, f.TradeNo, model.PaymentRefundFailed, model.PaymentRefunded); err != nil {
+					return err
+				}
+			}
+			settled = true
+			return tx.InsertEvents(ctx, ev)
+		})
+	}
+	if err != nil {
+		return it, fmt.Errorf("settle failed refund %s: %w", f.OutRequestNo, err)
+	}
+	if settled {
+		m.r.log.Warn("reconciliation: a refund we held as failed was made; recorded REFUNDED", "out_request_no", f.OutRequestNo,
+			"trade_no", f.TradeNo, "amount", f.Amount)
+	}
+	return it, nil
+}

@@ -1,0 +1,54 @@
+package service_test
+
+import (
+	"errors"
+	"testing"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/model"
+)
+
+// A refund we hold as REFUND_FAILED that Alipay made after all is
+// UNKNOWN_REFUND and now counts against its payment: a later refund of
+// what is left plus a cent is refused; the refund is booked once however
+// often the date is run, and stays a difference until resolved.
+func TestReconcileFailedRefundMade(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-FAILMADE", "100.00")
+		const tradeNo = "2026113022001400000000000601"
+		r.fake.AddPaidTrade("RC-FAILMADE", tradeNo, dec("100.00"), r.clock.Now())
+		r.notify(t, "RC-FAILMADE", tradeNo, "100.00")
+		f, err := r.refunds.Request(ctx, "RC-FAILMADE", "rma-f1", dec("60.00"), "returned")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Alipay made it; we recorded a refusal (a lost answer, a bug).
+		if _, err := store.SQL().Exec("UPDATE oms_refund SET state = ? WHERE out_request_no = ?", model.RefundFailed, f.OutRequestNo); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.ConsoleRefund(tradeNo, f.OutRequestNo, dec("60.00")); err != nil {
+			t.Fatal(err)
+		}
+
+		for i := range 2 {
+			run := r.run(t, r.recon, reconDay)
+			if run.Counts[model.ReconUnknownRefund] != 1 || run.Unresolved != 1 {
+				t.Fatalf("run %d: %+v", i, run)
+			}
+		}
+		if got, err := store.Refund(ctx, f.OutRequestNo); err != nil || got.State != model.RefundRefunded {
+			t.Fatalf("the refund Alipay made: %+v %v", got, err)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-FAILMADE", "rma-f2", dec("40.01"), "returned"); !errors.Is(err, model.ErrRefundTooLarge) {
+			t.Fatalf("refund of 40.01 of the 40.00 left: %v", err)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-FAILMADE", "rma-f3", dec("40.00"), "returned"); err != nil {
+			t.Fatalf("refund of the 40.00 left: %v", err)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE event_type = ? AND payload LIKE ?", model.EventRefunded, "%"+f.OutRequestNo+"%"); n != 1 {
+			t.Errorf("%d payment.refunded events for the refund Alipay made", n)
+		}
+	})
+}
