@@ -371,27 +371,29 @@ func (s *Store) RefundsByRequestNo(ctx context.Context, outRequestNos []string) 
 }
 
 // UnseenPayments lists up to limit payments of provider paid in [from, to)
-// that no bill line has matched: money our ledger says moved and Alipay's
-// bills do not show.
-func (s *Store) UnseenPayments(ctx context.Context, provider model.Provider, from, to time.Time, limit int) ([]model.Payment, error) {
+// that no bill line has matched — money our ledger says moved and Alipay's
+// bills do not show — by trade_no, from the first after after ("" for
+// the start): a caller pages through them all.
+func (s *Store) UnseenPayments(ctx context.Context, provider model.Provider, from, to time.Time, after string, limit int) ([]model.Payment, error) {
 	var ps []model.Payment
 	err := s.db.WithContext(ctx).Table(paymentTable+" p").Select(paymentColumns).
-		Where("p.provider = ? AND p.paid_at >= ? AND p.paid_at < ?", provider, from.UTC(), to.UTC()).
+		Where("p.provider = ? AND p.paid_at >= ? AND p.paid_at < ? AND p.trade_no > ?", provider, from.UTC(), to.UTC(), after).
 		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = p.provider AND s.kind = ? AND s.ref = p.trade_no)", model.BillPayment).
-		Order("p.paid_at, p.trade_no").Limit(limit).Find(&ps).Error
+		Order("p.trade_no").Limit(limit).Find(&ps).Error
 	return ps, mapErr(err)
 }
 
 // UnseenRefunds lists up to limit refunds of provider we finished as
-// REFUNDED in [from, to) that no bill line has matched. Refunds recorded
-// from the bill itself (console refunds) are left out.
-func (s *Store) UnseenRefunds(ctx context.Context, provider model.Provider, from, to time.Time, limit int) ([]model.Refund, error) {
+// REFUNDED in [from, to) that no bill line has matched, by out_request_no,
+// from the first after after ("" for the start). Refunds recorded from
+// the bill itself (console refunds) are left out.
+func (s *Store) UnseenRefunds(ctx context.Context, provider model.Provider, from, to time.Time, after string, limit int) ([]model.Refund, error) {
 	var recs []refundRecord
 	err := s.db.WithContext(ctx).Table(refundTable+" r").
-		Where("r.provider = ? AND r.state = ? AND r.kind <> ? AND r.update_time >= ? AND r.update_time < ?",
-			provider, model.RefundRefunded, model.RefundConsole, from.UTC(), to.UTC()).
+		Where("r.provider = ? AND r.state = ? AND r.kind <> ? AND r.update_time >= ? AND r.update_time < ? AND r.out_request_no > ?",
+			provider, model.RefundRefunded, model.RefundConsole, from.UTC(), to.UTC(), after).
 		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = r.provider AND s.kind = ? AND s.ref = r.out_request_no)", model.BillRefund).
-		Order("r.update_time, r.out_request_no").Limit(limit).Find(&recs).Error
+		Order("r.out_request_no").Limit(limit).Find(&recs).Error
 	out := make([]model.Refund, len(recs))
 	for i, r := range recs {
 		out[i] = r.refund()

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"paynotify/dao"
@@ -49,6 +50,23 @@ func TestReconcileFailedRefundMade(t *testing.T) {
 		}
 		if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE event_type = ? AND payload LIKE ?", model.EventRefunded, "%"+f.OutRequestNo+"%"); n != 1 {
 			t.Errorf("%d payment.refunded events for the refund Alipay made", n)
+		}
+	})
+}
+
+// Every payment the bill lacks is an item, however many: the run pages
+// through them (here two at a time) rather than stopping at a cap.
+func TestReconcileEveryMissingRecorded(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		for i := range 5 {
+			sn := fmt.Sprintf("RC-MANY-%d", i)
+			r.order(t, sn, "1.00")
+			r.notify(t, sn, fmt.Sprintf("20261130220014000000000007%02d", i), "1.00") // the fake never heard of them
+		}
+		run := r.run(t, r.recon, reconDay)
+		if run.State != model.ReconDone || run.Counts[model.ReconMissingAtAlipay] != 5 || run.Unresolved != 5 {
+			t.Fatalf("run %+v", run)
 		}
 	})
 }
