@@ -200,6 +200,7 @@ type matcher struct {
 	date    string
 
 	mu        sync.Mutex
+	held      []model.BillEntry // refunds of payments not in the ledger yet
 	items     int
 	repaired  int
 	renewedAt time.Time
@@ -233,7 +234,10 @@ func (m *matcher) matchAll(ctx context.Context, bill Bill) error {
 	if gerr := g.Wait(); gerr != nil {
 		return gerr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return m.unknownRefundsLater(ctx)
 }
 
 // renew extends the run's lease once a quarter of it has passed.
@@ -305,7 +309,10 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 		}
 		amount := e.Amount.Neg()
 		f, ok := refunds[e.OutRequestNo]
-		if !ok {
+		if _, paid := pays[e.TradeNo]; !ok && !paid && m.later(e) {
+			// Its payment may be a bill line another batch is repairing:
+			// recorded once every batch is done (matchAll).
+		} else if !ok {
 			it, err := m.unknownRefund(ctx, e, pays)
 			if err != nil {
 				return err
@@ -458,7 +465,7 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 	m.r.log.Warn("reconciliation found a refund we never made", "trade_no", e.TradeNo, "out_request_no", e.OutRequestNo, "amount", amount)
 	p, ok := pays[e.TradeNo]
 	if !ok {
-		it.Detail = "a refund we never asked for, of a payment not in our ledger"
+		it.Detail = "a refund we never asked for, of a payment neither in our ledger nor in this bill: reconcile the payment's day, then this one again"
 		return it, nil
 	}
 	f := model.Refund{

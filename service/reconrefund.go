@@ -79,3 +79,54 @@ func (m *matcher) settleFailed(ctx context.Context, e model.BillEntry, f model.R
 	}
 	return it, nil
 }
+
+// maxLater bounds the refunds a run holds back until every batch is done
+// (refunds of payments not in the ledger when their batch was matched):
+// past it, they are recorded at once, perhaps without their payment.
+const maxLater = 100000
+
+// later holds back a bill refund whose payment is not in the ledger: a
+// payment line of the same bill, in another batch, may be repairing it.
+// It reports whether it did.
+func (m *matcher) later(e model.BillEntry) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.held) >= maxLater {
+		return false
+	}
+	m.held = append(m.held, e)
+	return true
+}
+
+// unknownRefundsLater records the refunds held back, now that every
+// payment of the bill is in the ledger (repaired): a console refund of a
+// payment the ledger lacked is recorded against that payment, in the same
+// run that repaired it.
+func (m *matcher) unknownRefundsLater(ctx context.Context) error {
+	held := m.held
+	m.held = nil
+	for len(held) > 0 {
+		batch := held[:min(len(held), max(m.r.Batch, 1))]
+		held = held[len(batch):]
+		tradeNos := make([]string, len(batch))
+		for i, e := range batch {
+			tradeNos[i] = e.TradeNo
+		}
+		pays, err := m.r.store.PaymentsByTradeNo(ctx, model.ProviderAlipay, tradeNos)
+		if err != nil {
+			return err
+		}
+		items := make([]model.ReconItem, 0, len(batch))
+		for _, e := range batch {
+			it, err := m.unknownRefund(ctx, e, pays)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		if err := m.save(ctx, items); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -70,3 +70,35 @@ func TestReconcileEveryMissingRecorded(t *testing.T) {
 		}
 	})
 }
+
+// A console refund of a payment the ledger lacks, both in one bill: the
+// run repairs the payment from its bill line and records the refund
+// against it — even when the refund's line comes first and is matched
+// before the payment's.
+func TestReconcileConsoleRefundOfLostPayment(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-LOSTREF", "100.00")
+		const tradeNo = "2026113022001400000000000801"
+		r.fake.AddPaidTrade("RC-LOSTREF", tradeNo, dec("100.00"), r.clock.Now()) // its notification lost
+		if err := r.fake.ConsoleRefund(tradeNo, "CONSOLE-801", dec("70.00")); err != nil {
+			t.Fatal(err)
+		}
+		// The payment's line after the refund's, one line a batch, in
+		// file order.
+		r.fake.BillFinishedAt(tradeNo, bjTime(t, reconDay+" 23:00:00"))
+		rec := r.instance("instance-a")
+		rec.Batch, rec.Workers = 1, 1
+
+		run := r.run(t, rec, reconDay)
+		if run.Counts[model.ReconRepaired] != 1 || run.Counts[model.ReconUnknownRefund] != 1 {
+			t.Fatalf("run %+v", run)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_refund WHERE kind = 'CONSOLE' AND trade_no = ?", tradeNo); n != 1 {
+			t.Fatalf("%d console refunds recorded against the repaired payment", n)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-LOSTREF", "rma-l1", dec("30.01"), "returned"); !errors.Is(err, model.ErrRefundTooLarge) {
+			t.Fatalf("refund of 30.01 of the 30.00 left: %v", err)
+		}
+	})
+}
