@@ -81,6 +81,10 @@ type environment struct {
 	stdout, stderr io.Writer
 	// listening, if set, is told the address the server bound.
 	listening func(addr string)
+	// bcryptCost is the cost of the hashes hash-password makes; 0 is
+	// passwordCost. Only tests set it (lower: a cost-12 hash takes seconds
+	// under -race).
+	bcryptCost int
 }
 
 // run dispatches a subcommand.

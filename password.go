@@ -50,7 +50,7 @@ func hashPassword(env environment) error {
 	if len(password) > 72 {
 		return errors.New("bcrypt uses at most 72 bytes of a password: choose a shorter one")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), passwordCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), env.passwordCost())
 	if err != nil {
 		return err
 	}
@@ -60,6 +60,15 @@ func hashPassword(env environment) error {
 	}
 	fmt.Fprintf(env.stdout, "%s\n", hash)
 	return nil
+}
+
+// passwordCost is the bcrypt cost hash-password uses: passwordCost unless
+// a test asked for less.
+func (env environment) passwordCost() int {
+	if env.bcryptCost != 0 {
+		return env.bcryptCost
+	}
+	return passwordCost
 }
 
 func readPassword(env environment) (string, error) {
