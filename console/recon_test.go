@@ -104,7 +104,7 @@ func TestReconQueue(t *testing.T) {
 		)
 		c := e.signedIn(t, "alice")
 		ov := c.mustGet(t, "/console/", http.StatusOK)
-		mustContain(t, ov.body, `reconciliation differences</a></td><td class="num">1</td>`, `>2026-11-30</a><span class="badge done">DONE</span>, 2 unresolved`)
+		mustContain(t, ov.body, `reconciliation differences</a></td><td class="num">1</td>`, `>2026-11-30</a><span class="badge done">DONE</span>, 1 unresolved`)
 
 		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
 		mustContain(t, queue.body, "1 item(s) unresolved", "AMOUNT_DIFFERS", "the bill says 29.00", "29.00 CNY")

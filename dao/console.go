@@ -331,15 +331,23 @@ func (s *Store) ReconItemPage(ctx context.Context, outcome model.ReconOutcome, o
 		q = q.Where("i.outcome = ?", outcome)
 	}
 	if open {
-		q = q.Where("i.resolved_at IS NULL AND i.outcome != ?", model.ReconRepaired)
+		q = q.Where(needsLook("i."), model.ReconRepaired)
 	}
 	return s.reconRows(q.Order("r.bill_date DESC, i.id").Offset(offset).Limit(limit))
+}
+
+// needsLook is the condition (one argument: model.ReconRepaired) of an
+// item an operator has to look at: unresolved, and not REPAIRED (a repair
+// needs nothing more). Every count and list of open items uses it, so the
+// overview, a run's unresolved count and the queue agree.
+func needsLook(alias string) string {
+	return alias + "resolved_at IS NULL AND " + alias + "outcome <> ?"
 }
 
 // ReconQueue counts the reconciliation items that need an operator:
 // unresolved, and not REPAIRED.
 func (s *Store) ReconQueue(ctx context.Context) (model.QueueCount, error) {
-	return s.queueCount(ctx, itemTable, "resolved_at IS NULL AND outcome != ?", model.ReconRepaired)
+	return s.queueCount(ctx, itemTable, needsLook(""), model.ReconRepaired)
 }
 
 // ReconItemCount counts what ReconItemPage lists.
@@ -349,7 +357,7 @@ func (s *Store) ReconItemCount(ctx context.Context, outcome model.ReconOutcome, 
 		q = q.Where("i.outcome = ?", outcome)
 	}
 	if open {
-		q = q.Where("i.resolved_at IS NULL AND i.outcome != ?", model.ReconRepaired)
+		q = q.Where(needsLook("i."), model.ReconRepaired)
 	}
 	var n int64
 	return n, mapErr(q.Count(&n).Error)

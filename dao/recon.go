@@ -456,7 +456,8 @@ func (s *Store) ReconRuns(ctx context.Context, provider model.Provider, limit in
 	return runs, s.countItems(ctx, runs)
 }
 
-// countItems fills each run's counts per outcome and unresolved count.
+// countItems fills each run's counts per outcome and unresolved count
+// (the items that need a look: the queue's).
 func (s *Store) countItems(ctx context.Context, runs []model.ReconRun) error {
 	if len(runs) == 0 {
 		return nil
@@ -468,7 +469,7 @@ func (s *Store) countItems(ctx context.Context, runs []model.ReconRun) error {
 		at[runs[i].ID] = &runs[i]
 	}
 	rows, err := s.db.WithContext(ctx).Table(itemTable).
-		Select("run_id, outcome, COUNT(*), SUM(CASE WHEN resolved_at IS NULL THEN 1 ELSE 0 END)").
+		Select("run_id, outcome, COUNT(*), SUM(CASE WHEN "+needsLook("")+" THEN 1 ELSE 0 END)", model.ReconRepaired).
 		Where("run_id IN ?", ids).Group("run_id, outcome").Rows()
 	if err != nil {
 		return mapErr(err)

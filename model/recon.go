@@ -85,7 +85,8 @@ type ReconRun struct {
 	// had none); Ledger is what our ledger holds for the same day.
 	Bill   BillTotals   `json:"bill"`
 	Ledger LedgerTotals `json:"ledger"`
-	// Counts are the items by outcome; Unresolved those still open.
+	// Counts are the items by outcome; Unresolved those that need a look
+	// (unresolved, and not REPAIRED: the console's reconciliation queue).
 	Counts     map[ReconOutcome]int `json:"counts"`
 	Unresolved int                  `json:"unresolved"`
 }
