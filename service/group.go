@@ -127,17 +127,7 @@ func (a *applier) short(ctx context.Context, now time.Time) bool {
 // run leads group (self is one of its members): it applies the group,
 // hands the queue to the next leader, then answers the others and itself.
 func (a *applier) run(self *job, group []*job) (model.Payment, model.Outcome, error) {
-	var verdicts []verdict
-	if len(group) == 1 {
-		// Alone: today's path, while the queue builds behind it.
-		pay, outcome, err := a.p.observeOne(self.ctx, self.n)
-		verdicts = []verdict{{pay: pay, outcome: outcome, err: err}}
-	} else {
-		var committed bool
-		if verdicts, committed = a.p.applyGroup(group); committed {
-			a.groups.Add(1)
-		}
-	}
+	verdicts := a.apply(self, group)
 	a.handOff()
 	var own verdict
 	for i, j := range group {
@@ -148,6 +138,34 @@ func (a *applier) run(self *job, group []*job) (model.Payment, model.Outcome, er
 		j.done <- verdicts[i]
 	}
 	return a.answer(self, own)
+}
+
+// apply decides group, led by self: alone on today's path if it is the
+// only member, else as a group.
+func (a *applier) apply(self *job, group []*job) (verdicts []verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug must not leave the applier busy for good: pass the
+			// queue on, let the group's others run alone, then panic on.
+			a.handOff()
+			for _, j := range group {
+				if j != self {
+					j.done <- verdict{alone: true}
+				}
+			}
+			panic(r)
+		}
+	}()
+	if len(group) == 1 {
+		// Alone: today's path, while the queue builds behind it.
+		pay, outcome, err := a.p.observeOne(self.ctx, self.n)
+		return []verdict{{pay: pay, outcome: outcome, err: err}}
+	}
+	verdicts, committed := a.p.applyGroup(group)
+	if committed {
+		a.groups.Add(1)
+	}
+	return verdicts
 }
 
 // handOff gives the queue's next group to its first member, or marks the

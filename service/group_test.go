@@ -409,3 +409,41 @@ func TestGroupApplyNearDeadlineRunsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A panic while a notification is applied (a bug) reaches its caller, and
+// the applier is not left busy: the next notification is applied.
+func TestGroupApplySurvivesPanic(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		var armed sync.Mutex
+		boom := false
+		if err := store.Trace(func(sql string) {
+			armed.Lock()
+			fire := boom && strings.Contains(sql, "FROM `oms_order` WHERE")
+			boom = boom && !fire
+			armed.Unlock()
+			if fire {
+				panic("bug")
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p := service.NewPayments(store)
+		a, b := mustOrder(t, store, newSN("GA-PANIC-"), "1.00"), mustOrder(t, store, newSN("GA-AFTER-"), "1.00")
+		armed.Lock()
+		boom = true
+		armed.Unlock()
+		func() {
+			defer func() {
+				if r := recover(); r != "bug" {
+					t.Fatalf("recovered %v, want the panic", r)
+				}
+			}()
+			p.Observe(ctx, paid(a.OrderSN, "T-"+a.OrderSN, "1.00"))
+		}()
+		short, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, o, err := p.Observe(short, paid(b.OrderSN, "T-"+b.OrderSN, "1.00")); err != nil || o != model.OutcomeApplied {
+			t.Fatalf("after the panic: %s %v, want applied", o, err)
+		}
+	})
+}
