@@ -188,6 +188,17 @@ func (r *Reconciliations) attempt(ctx context.Context, run model.ReconRun, attem
 	if err != nil {
 		return fail(err)
 	}
+	// What other days' runs called missing and this bill holds (a refund
+	// we confirmed hours after Alipay made it, a payment near midnight,
+	// when the days ran out of order) is missing no more.
+	from7, to7 := day.AddDate(0, 0, -reconLookback).Format("2006-01-02"), day.AddDate(0, 0, reconLookback).Format("2006-01-02")
+	found, err := r.store.ResolveFoundElsewhere(ctx, model.ProviderAlipay, run.ID, from7, to7, "found in Alipay's bill of "+run.BillDate, r.now())
+	if err != nil {
+		return fail(err)
+	}
+	if found > 0 {
+		r.log.Info("reconciliation found in this bill what other days' runs called missing", "bill_date", run.BillDate, "resolved", found)
+	}
 	return dao.RunResult{State: model.ReconDone, Bill: totals, Ledger: ledger, Items: m.items, Repaired: m.repaired}
 }
 

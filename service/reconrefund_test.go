@@ -102,3 +102,47 @@ func TestReconcileConsoleRefundOfLostPayment(t *testing.T) {
 		}
 	})
 }
+
+// A refund Alipay made just before midnight that we confirmed after it (a
+// lost answer, queried later) sits in one day's bill and the next day's
+// ledger window. Reconciled out of order — the next day first — it is
+// REFUND_MISSING_AT_ALIPAY there until its own day's run finds it in the
+// bill, which resolves that item.
+func TestReconcileRefundAcrossMidnight(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-MIDNIGHT", "50.00")
+		const tradeNo = "2026113022001400000000000901"
+		r.fake.AddPaidTrade("RC-MIDNIGHT", tradeNo, dec("50.00"), r.clock.Now())
+		r.notify(t, "RC-MIDNIGHT", tradeNo, "50.00")
+		f, err := r.refunds.Request(ctx, "RC-MIDNIGHT", "rma-m1", dec("10.00"), "returned")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.clock.mu.Lock()
+		r.clock.at = bjTime(t, reconDay+" 23:50:00")
+		r.clock.mu.Unlock()
+		if err := r.fake.ConsoleRefund(tradeNo, f.OutRequestNo, dec("10.00")); err != nil { // Alipay makes it
+			t.Fatal(err)
+		}
+		if _, err := store.SQL().Exec("UPDATE oms_refund SET state = ?, update_time = ? WHERE out_request_no = ?",
+			model.RefundRefunded, bjTime(t, "2026-12-01 03:00:00").UTC(), f.OutRequestNo); err != nil { // we confirm it at 03:00
+			t.Fatal(err)
+		}
+		r.clock.mu.Lock()
+		r.clock.at = bjTime(t, "2026-12-01 10:00:00")
+		r.clock.mu.Unlock()
+
+		next := r.run(t, r.recon, "2026-12-01")
+		if next.Counts[model.ReconRefundMissingAtAlipay] != 1 || next.Unresolved != 1 {
+			t.Fatalf("the next day's run first: %+v", next)
+		}
+		if day := r.run(t, r.recon, reconDay); day.Unresolved != 0 {
+			t.Fatalf("the day's run: %+v", day)
+		}
+		d, err := r.recon.Detail(ctx, "2026-12-01", model.ReconRefundMissingAtAlipay, 0)
+		if err != nil || d.Unresolved != 0 || len(d.Items) != 1 || d.Items[0].ResolvedBy != "reconciliation" {
+			t.Fatalf("the next day's item once the day's bill has it: %+v %v", d, err)
+		}
+	})
+}
