@@ -447,3 +447,87 @@ func TestGroupApplySurvivesPanic(t *testing.T) {
 		}
 	})
 }
+
+// A group that waits on a lock past the lock-wait timeout rolls back and
+// its members run alone: the one whose order another transaction holds
+// waits for it, the others are applied at once, none fails. (MariaDB:
+// SQLite has no row locks to wait on.)
+func TestGroupApplyLockWaitFallsBack(t *testing.T) {
+	store := daotest.Open(t, dao.DriverMySQL)
+	g := newGate(t, store)
+	p := service.NewPayments(store)
+	first := mustOrder(t, store, newSN("GA-LW-FIRST-"), "1.00")
+	var ns []model.Notification
+	var held model.Order
+	for i := range 3 {
+		o := mustOrder(t, store, newSN("GA-LW-"), "1.00")
+		if i == 0 {
+			held = o
+		}
+		ns = append(ns, paid(o.OrderSN, "T-"+o.OrderSN, "1.00"))
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- store.UpdateOrder(ctx, dao.OrderID(held.ID), dao.ForUpdate, func(context.Context, *dao.OrderTx, model.Order) error {
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+
+	gateHeld, open := g.arm()
+	firstDone := make(chan error, 1)
+	go func() {
+		_, _, err := p.Observe(ctx, paid(first.OrderSN, "T-"+first.OrderSN, "1.00"))
+		firstDone <- err
+	}()
+	<-gateHeld
+	got := make([]observed, len(ns))
+	var wg sync.WaitGroup
+	for i, n := range ns {
+		wg.Go(func() { got[i].pay, got[i].outcome, got[i].err = p.Observe(ctx, n) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for service.Queued(p) < len(ns) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d notifications queued", service.Queued(p), len(ns))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.rec.mu.Lock()
+	g.rec.on, g.rec.stmt = true, nil
+	g.rec.mu.Unlock()
+	open()
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	// The group's lock statement waits for the held order until the
+	// lock-wait timeout (3 s), and the group rolls back.
+	for {
+		g.rec.mu.Lock()
+		rolledBack := indexOf(g.rec.stmt, "ROLLBACK") >= 0
+		g.rec.mu.Unlock()
+		if rolledBack {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group never gave up its lock wait")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range got {
+		if o.err != nil || o.outcome != model.OutcomeApplied {
+			t.Errorf("notification %d: %s %v, want applied alone", i, o.outcome, o.err)
+		}
+	}
+	if n := service.Groups(p); n != 0 {
+		t.Errorf("%d group transactions committed, want 0", n)
+	}
+}
