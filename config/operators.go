@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"paynotify/model"
 )
 
 // operatorName is what a console operator may be called: it is shown on
@@ -50,6 +52,8 @@ func (c Config) operators() (map[string]string, error) {
 		switch {
 		case !ok || !operatorName.MatchString(name):
 			bad = append(bad, fmt.Sprintf("entry %d: want name:bcrypt-hash with a name of a-z, 0-9, '.', '_', '-' (at most 32)", i+1))
+		case name == model.OperatorAdminAPI:
+			bad = append(bad, fmt.Sprintf("operator %q: the name admin_audit gives the admin API's token holder; choose another", name))
 		case ops[name] != "":
 			bad = append(bad, fmt.Sprintf("operator %q: listed twice", name))
 		default:

@@ -32,6 +32,7 @@ func TestOperators(t *testing.T) {
 		{"MissingFile", []string{"CONSOLE_OPERATORS_FILE=/nonexistent/ops"}, nil, "CONSOLE_OPERATORS_FILE"},
 		{"NotAHash", []string{"CONSOLE_OPERATORS=alice:plaintext"}, nil, `operator "alice": not a bcrypt hash`},
 		{"BadName", []string{"CONSOLE_OPERATORS=Alice Smith:" + hash}, nil, "entry 1"},
+		{"AdminAPI", []string{"CONSOLE_OPERATORS=admin-api:" + hash}, nil, `operator "admin-api": the name admin_audit gives the admin API`},
 		{"Twice", []string{"CONSOLE_OPERATORS=alice:" + hash + ",alice:" + hash}, nil, "listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

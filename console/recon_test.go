@@ -70,7 +70,7 @@ func TestUnmatchedPayment(t *testing.T) {
 func reconRun(tb testing.TB, store *dao.Store, date string, items ...model.ReconItem) model.ReconRun {
 	tb.Helper()
 	ctx := tb.Context()
-	run, attempt, err := store.ClaimRun(ctx, model.ProviderAlipay, date, "test", time.Now(), time.Minute)
+	run, attempt, err := store.ClaimRun(ctx, model.ProviderAlipay, date, "test", time.Now(), time.Minute, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

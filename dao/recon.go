@@ -110,8 +110,11 @@ func (r itemRecord) item() model.ReconItem {
 // lease not yet ended (model.ErrRunBusy). The claim is a compare-and-set
 // on state and lease, so of two instances at once exactly one gets it. It
 // counts the attempt and records it in the history, and returns the run
-// and the attempt's number.
-func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate, owner string, now time.Time, lease time.Duration) (model.ReconRun, int, error) {
+// and the attempt's number. An operator's ask (audit, nil for the daily
+// job) is written to admin_audit in the claim's transaction: a run that
+// was not claimed records nothing.
+func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate, owner string, now time.Time, lease time.Duration,
+	audit *model.Audit) (model.ReconRun, int, error) {
 	var run model.ReconRun
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		now := now.UTC()
@@ -138,6 +141,11 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 			return mapErr(err)
 		}
 		run = r.run()
+		if audit != nil {
+			if err := tx.insertAudit(ctx, *audit); err != nil {
+				return err
+			}
+		}
 		return mapErr(tx.db.WithContext(ctx).Create(&reconAttemptRecord{
 			RunID: r.ID, AttemptNo: r.Attempts, Owner: owner, State: string(model.ReconRunning), StartedAt: now,
 		}).Error)
@@ -518,22 +526,6 @@ func (s *Store) ReconItems(ctx context.Context, runID int64, outcome model.Recon
 		out[i] = r.item()
 	}
 	return out, nil
-}
-
-// ResolveItem records an operator's resolution of item id of run runID,
-// once: an item resolved already keeps its first resolution and is
-// returned as it stands.
-func (s *Store) ResolveItem(ctx context.Context, runID, id int64, by, note string, now time.Time) (model.ReconItem, error) {
-	if err := s.db.WithContext(ctx).Table(itemTable).Where("id = ? AND run_id = ? AND resolved_at IS NULL", id, runID).
-		Updates(map[string]any{"resolved_at": now.UTC(), "resolved_by": by, "note": note, "update_time": now.UTC()}).Error; err != nil {
-		return model.ReconItem{}, mapErr(err)
-	}
-	var r itemRecord
-	err := s.db.WithContext(ctx).Where("id = ? AND run_id = ?", id, runID).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return model.ReconItem{}, fmt.Errorf("%w: %d", model.ErrItemNotFound, id)
-	}
-	return r.item(), mapErr(err)
 }
 
 // RunDates lists the bill dates of provider's runs in state since

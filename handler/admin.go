@@ -15,7 +15,10 @@ import (
 
 // Admin serves operators under /admin: views of the outbox, the journal
 // and an order's refunds, and after-sale refunds (POST
-// /admin/orders/:sn/refunds, which moves money).
+// /admin/orders/:sn/refunds, which moves money). Every POST under /admin
+// that changes something is written to admin_audit in the change's
+// transaction, as model.OperatorAdminAPI's (the token's holder; the token
+// is never recorded), like the console's actions.
 type Admin struct {
 	ops     *service.Ops
 	refunds *service.Refunds

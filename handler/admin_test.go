@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -318,6 +319,33 @@ type refundList struct {
 	} `json:"refunds"`
 }
 
+// mustAudited checks that admin_audit records action on (kind, id) want
+// times, by model.OperatorAdminAPI, and that no row holds the admin token,
+// and returns the rows.
+func mustAudited(t *testing.T, store *dao.Store, action model.AuditAction, kind, id string, want int) []model.Audit {
+	t.Helper()
+	rows, err := store.AuditByTarget(t.Context(), kind, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []model.Audit
+	for _, a := range rows {
+		if strings.Contains(fmt.Sprintf("%+v", a), payAdminToken) {
+			t.Errorf("the admin token is in admin_audit: %+v", a)
+		}
+		if a.Action == action {
+			if a.Operator != model.OperatorAdminAPI {
+				t.Errorf("%s on %s %s by %q, want %q", action, kind, id, a.Operator, model.OperatorAdminAPI)
+			}
+			got = append(got, a)
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("%s on %s %s recorded %d times, want %d: %+v", action, kind, id, len(got), want, rows)
+	}
+	return got
+}
+
 // GET /admin/orders/{sn}/refunds lists what POST accepted — once per key,
 // however often it is sent — and knows no unknown order.
 func TestAdminRefundsList(t *testing.T) {
@@ -370,6 +398,17 @@ func TestAdminRefundsList(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{"20.00", "30.00"}, got); diff != "" || list.OrderSN != sn {
 			t.Fatalf("refunds of %s, amounts -want +got:\n%s", list.OrderSN, diff)
+		}
+		// Each refund in admin_audit once, however often its key was sent;
+		// the one refused, nowhere.
+		for i, f := range list.Refunds {
+			a := mustAudited(t, store, model.AuditOrderRefund, model.TargetRefund, f.OutRequestNo, 1)
+			if a[0].OrderID == nil || i == 0 && a[0].Note != "returned" {
+				t.Errorf("refund %s audited as %+v, want its order and the reason as the note", f.OutRequestNo, a[0])
+			}
+		}
+		if all, err := store.AuditPage(t.Context(), model.OperatorAdminAPI, 0, 10); err != nil || len(all) != 2 {
+			t.Fatalf("admin-api actions %+v %v, want the two refunds", all, err)
 		}
 
 		for _, tc := range []struct{ name, method string }{{"GetUnknownOrder", http.MethodGet}, {"PostUnknownOrder", http.MethodPost}} {

@@ -61,9 +61,9 @@ func (h *Reconciliations) Detail(c *gin.Context) {
 // Run handles POST /admin/reconciliations/{date}/run: reconciles the date
 // now (again, if it ran before: items are recomputed, nothing repaired
 // twice) and answers the run as it ended. 409 reconciliation_running when
-// another instance holds the date.
+// another instance holds the date. A run claimed is in admin_audit.
 func (h *Reconciliations) Run(c *gin.Context) {
-	run, err := h.recon.Run(c.Request.Context(), c.Param("date"))
+	run, err := h.recon.RunAsked(c.Request.Context(), c.Param("date"))
 	if err != nil {
 		apiError(c, err)
 		return

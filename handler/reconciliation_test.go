@@ -49,6 +49,9 @@ func TestReconciliationViews(t *testing.T) {
 		if status, _, body := c.post(t, "/admin/reconciliations/"+today+"/run", "Bearer "+payAdminToken, "", ""); status != http.StatusBadRequest {
 			t.Fatalf("run of today, whose bill is not out: %d %s", status, body)
 		}
+		// The run asked for is in admin_audit; the one refused is not.
+		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, date, 1)
+		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, today, 0)
 
 		var list struct {
 			Reconciliations []struct {
@@ -105,6 +108,12 @@ func TestReconciliationViews(t *testing.T) {
 			item.Note != "forged: reported to Alipay" {
 			t.Fatalf("second resolve: %d %s", status, body)
 		}
+		// Resolved once, so recorded once: by the token's holder, as
+		// the operator it named.
+		if a := mustAudited(t, store, model.AuditReconResolve, model.TargetReconItem, id, 1)[0]; a.After != "resolved by ops-ann" ||
+			a.Note != "forged: reported to Alipay" {
+			t.Fatalf("resolution audited as %+v", a)
+		}
 		if status, _, body := c.post(t, "/admin/reconciliations/"+date+"/items/99999/resolve", "Bearer "+payAdminToken, "", `{"note":"x"}`); status != http.StatusNotFound {
 			t.Fatalf("unknown item: %d %s", status, body)
 		}
@@ -147,6 +156,8 @@ func TestRefundUnmatchedRoute(t *testing.T) {
 		if status, _, body := c.post(t, path, "Bearer "+payAdminToken, "k2", ""); status != http.StatusConflict {
 			t.Fatalf("another key: %d %s", status, body)
 		}
+		// Moved once, recorded once.
+		mustAudited(t, store, model.AuditPaymentRefund, model.TargetPayment, "T-NO-ORDER-1", 1)
 		if status, _, body := c.post(t, "/admin/payments/T-NONE/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
 			t.Fatalf("no payment: %d %s", status, body)
 		}

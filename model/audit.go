@@ -19,7 +19,13 @@ const (
 	AuditPaymentRefund AuditAction = "payment.refund"
 	AuditOutboxRequeue AuditAction = "outbox.requeue"
 	AuditReconResolve  AuditAction = "recon.resolve"
+	AuditReconRun      AuditAction = "recon.run"
 )
+
+// OperatorAdminAPI is the operator admin_audit names for a change made
+// through the JSON admin API (/admin): whoever holds ADMIN_TOKEN. The
+// token itself is never recorded.
+const OperatorAdminAPI = "admin-api"
 
 // What an audited action touched.
 const (
@@ -28,6 +34,7 @@ const (
 	TargetRefund    = "refund"
 	TargetOutbox    = "outbox"
 	TargetReconItem = "recon_item"
+	TargetReconRun  = "recon_run"
 	TargetSession   = "session"
 )
 

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,6 +18,15 @@ import (
 // the transaction entry points like every other change (the order locked
 // first), and writes its admin_audit row in that transaction — which a
 // refused change rolls back with it.
+
+// apiKey is the admin_audit key of a change made through the JSON admin
+// API, which has no form key: derived from what the change is (an action
+// on a row that happens once, e.g. the refund a key created), so the same
+// change recorded twice would be refused by the table's unique key.
+func apiKey(action model.AuditAction, parts ...string) string {
+	sum := sha256.Sum256([]byte(string(action) + "\x00" + strings.Join(parts, "\x00")))
+	return "api-" + hex.EncodeToString(sum[:20])
+}
 
 // maxNote is the longest note an operator may leave.
 const maxNote = 500
@@ -193,6 +204,15 @@ func (r *Reconciliations) ResolveItemAs(ctx context.Context, act model.Act, id i
 	if err != nil {
 		return model.ReconItem{}, err
 	}
+	return r.resolveItem(ctx, row, act, act.Operator, "resolved", false)
+}
+
+// resolveItem resolves row's item as by (who resolved_by names) with
+// by's note, writing the admin_audit row by acts under in the item's
+// transaction, first. An item resolved already is model.ErrNotActionable,
+// or — firstStands — the item as the first resolution left it, with
+// nothing recorded.
+func (r *Reconciliations) resolveItem(ctx context.Context, row dao.ReconRow, act model.Act, by, after string, firstStands bool) (model.ReconItem, error) {
 	// The order the item is about, if any, so its timeline shows the action.
 	var orderID *int64
 	if row.TradeNo != "" {
@@ -200,19 +220,25 @@ func (r *Reconciliations) ResolveItemAs(ctx context.Context, act model.Act, id i
 			orderID = &p.OrderID
 		}
 	}
-	var out model.ReconItem
-	err = r.store.UpdateReconItem(ctx, id, func(ctx context.Context, tx *dao.ReconItemTx, it model.ReconItem) error {
+	id := row.ID
+	err := r.store.UpdateReconItem(ctx, id, func(ctx context.Context, tx *dao.ReconItemTx, it model.ReconItem) error {
+		if it.ResolvedAt != nil && firstStands {
+			return nil
+		}
 		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditReconResolve, OrderID: orderID,
 			TargetKind: model.TargetReconItem, TargetID: strconv.FormatInt(id, 10),
-			Before: fmt.Sprintf("%s of %s, open", it.Outcome, row.BillDate), After: "resolved", Note: act.Note}); err != nil {
+			Before: fmt.Sprintf("%s of %s, open", it.Outcome, row.BillDate), After: after, Note: act.Note}); err != nil {
 			return err
 		}
-		moved, err := tx.Resolve(ctx, act.Operator, act.Note, r.now())
+		moved, err := tx.Resolve(ctx, by, act.Note, r.now())
 		if err != nil || !moved {
 			return notActionable(err, "item %d is resolved already", id)
 		}
-		out = it
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return model.ReconItem{}, err
+	}
+	row, err = r.store.ReconItem(ctx, id)
+	return row.ReconItem, err
 }

@@ -114,6 +114,17 @@ func Yesterday(now time.Time) string {
 // nothing repaired). model.ErrRunBusy when another instance holds the
 // date; other errors when the database fails.
 func (r *Reconciliations) Run(ctx context.Context, date string) (model.ReconRun, error) {
+	return r.run(ctx, date, false)
+}
+
+// RunAsked is Run asked for through the admin API: the ask is written to
+// admin_audit as model.OperatorAdminAPI's in the transaction that claims
+// the run.
+func (r *Reconciliations) RunAsked(ctx context.Context, date string) (model.ReconRun, error) {
+	return r.run(ctx, date, true)
+}
+
+func (r *Reconciliations) run(ctx context.Context, date string, asked bool) (model.ReconRun, error) {
 	day, err := ParseBillDate(date)
 	if err != nil {
 		return model.ReconRun{}, err
@@ -122,7 +133,13 @@ func (r *Reconciliations) Run(ctx context.Context, date string) (model.ReconRun,
 		return model.ReconRun{}, fmt.Errorf("%w: %s has no bill yet (Alipay publishes a day's bill the next morning)", model.ErrInvalidRequest, date)
 	}
 	started := r.now()
-	run, attempt, err := r.store.ClaimRun(ctx, model.ProviderAlipay, date, r.owner, started, r.Lease)
+	var audit *model.Audit
+	if asked {
+		audit = &model.Audit{Key: apiKey(model.AuditReconRun, date, r.owner, strconv.FormatInt(started.UnixNano(), 10)),
+			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
+			After: string(model.ReconRunning)}
+	}
+	run, attempt, err := r.store.ClaimRun(ctx, model.ProviderAlipay, date, r.owner, started, r.Lease, audit)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
@@ -608,7 +625,10 @@ func (r *Reconciliations) Detail(ctx context.Context, date string, outcome model
 }
 
 // ResolveItem records that operator looked at item id of date's run and
-// why it needs nothing more (note). The first resolution stands.
+// why it needs nothing more (note). The first resolution stands. It is
+// the admin API's: the resolution is written to admin_audit in the
+// item's transaction as model.OperatorAdminAPI's (operator is who the
+// caller says it is, kept as the item's resolved_by).
 func (r *Reconciliations) ResolveItem(ctx context.Context, date string, id int64, operator, note string) (model.ReconItem, error) {
 	if _, err := ParseBillDate(date); err != nil {
 		return model.ReconItem{}, err
@@ -623,7 +643,15 @@ func (r *Reconciliations) ResolveItem(ctx context.Context, date string, id int64
 	if err != nil {
 		return model.ReconItem{}, err
 	}
-	return r.store.ResolveItem(ctx, run.ID, id, operator, note, r.now())
+	row, err := r.store.ReconItem(ctx, id)
+	if err == nil && row.RunID != run.ID {
+		err = fmt.Errorf("%w: %d in %s", model.ErrItemNotFound, id, date)
+	}
+	if err != nil {
+		return model.ReconItem{}, err
+	}
+	act := model.Act{Operator: model.OperatorAdminAPI, Key: apiKey(model.AuditReconResolve, strconv.FormatInt(id, 10)), Note: note}
+	return r.resolveItem(ctx, row, act, operator, "resolved by "+operator, true)
 }
 
 // Payments is the payment use case repairs go through.

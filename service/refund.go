@@ -289,7 +289,9 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 
 // Request records an operator's refund of a paid order (after-sale, full
 // or partial) under an idempotency key: the same key again returns the
-// same refund; never more than was paid minus what was refunded.
+// same refund; never more than was paid minus what was refunded. It is
+// the admin API's: the refund is written to admin_audit in its
+// transaction as model.OperatorAdminAPI's, with the reason as the note.
 func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.Decimal, reason string) (model.Refund, error) {
 	return r.request(ctx, sn, key, amount, reason, nil)
 }
@@ -337,13 +339,18 @@ func (r *Refunds) request(ctx context.Context, sn, key string, amount decimal.De
 			OutTradeNo: paid.OutTradeNo, OrderID: order.ID, Amount: amount, Reason: reason,
 			State: model.RefundRefunding, IdempotencyKey: key,
 		}
-		if _, err = tx.InsertRefund(ctx, out); err != nil || act == nil {
+		if _, err = tx.InsertRefund(ctx, out); err != nil {
 			return err
 		}
-		return tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOrderRefund,
+		// Through the admin API when no operator acts: recorded all the same.
+		by := model.Act{Operator: model.OperatorAdminAPI, Key: apiKey(model.AuditOrderRefund, no), Note: reason}
+		if act != nil {
+			by = *act
+		}
+		return tx.InsertAudit(ctx, model.Audit{Key: by.Key, Operator: by.Operator, Action: model.AuditOrderRefund,
 			OrderID: &order.ID, TargetKind: model.TargetRefund, TargetID: no,
 			Before: fmt.Sprintf("%s left to refund of %s", left.StringFixed(2), paid.TradeNo),
-			After:  fmt.Sprintf("%s %s", model.RefundRefunding, amount.StringFixed(2)), Note: act.Note})
+			After:  fmt.Sprintf("%s %s", model.RefundRefunding, amount.StringFixed(2)), Note: by.Note})
 	})
 	return out, err
 }

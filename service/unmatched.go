@@ -21,7 +21,8 @@ import (
 // under an operator's idempotency key: UNMATCHED → REFUND_PENDING, which
 // the refund worker carries on. The same key again answers the payment as
 // it stands; another key, or a payment that has an order, is
-// model.ErrNotUnmatched.
+// model.ErrNotUnmatched. It is the admin API's: the change is written to
+// admin_audit in its transaction as model.OperatorAdminAPI's.
 func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (model.Payment, error) {
 	return r.refundUnmatched(ctx, tradeNo, key, nil)
 }
@@ -47,10 +48,14 @@ func (r *Refunds) refundUnmatched(ctx context.Context, tradeNo, key string, act 
 	var out model.Payment
 	err := r.store.UpdateOrderless(ctx, model.ProviderAlipay, tradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
 		out = p
-		if act != nil {
-			if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditPaymentRefund,
+		audit := func(by model.Act) error {
+			return tx.InsertAudit(ctx, model.Audit{Key: by.Key, Operator: by.Operator, Action: model.AuditPaymentRefund,
 				TargetKind: model.TargetPayment, TargetID: tradeNo, Before: string(p.State),
-				After: fmt.Sprintf("%s, %s to refund in full", model.PaymentRefundPending, p.Amount.StringFixed(2)), Note: act.Note}); err != nil {
+				After: fmt.Sprintf("%s, %s to refund in full", model.PaymentRefundPending, p.Amount.StringFixed(2)), Note: by.Note})
+		}
+		if act != nil {
+			// First: the same form again stops here.
+			if err := audit(*act); err != nil {
 				return err
 			}
 			if p.State != model.PaymentUnmatched {
@@ -58,6 +63,12 @@ func (r *Refunds) refundUnmatched(ctx context.Context, tradeNo, key string, act 
 			}
 		}
 		if p.State == model.PaymentUnmatched {
+			if act == nil {
+				// Through the admin API: recorded when it moves, once.
+				if err := audit(model.Act{Operator: model.OperatorAdminAPI, Key: apiKey(model.AuditPaymentRefund, tradeNo)}); err != nil {
+					return err
+				}
+			}
 			moved, err := tx.SetPaymentState(ctx, model.PaymentUnmatched, model.PaymentRefundPending)
 			if err != nil {
 				return err
