@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -139,6 +140,9 @@ func TestReconQueue(t *testing.T) {
 		}
 		mustContain(t, c.mustGet(t, "/console/queues/reconciliation", http.StatusOK).body, "0 item(s) unresolved")
 		mustContain(t, c.mustGet(t, "/console/orders/RC-1", http.StatusOK).body, "recon.resolve by alice")
+		// In the audit log, the item's id leads to the items.
+		mustContain(t, c.mustGet(t, "/console/audit", http.StatusOK).body,
+			fmt.Sprintf(`recon_item <a href="/console/queues/reconciliation?all=1"><code class="id">%d</code></a>`, items[0].ID))
 		if r := c.post(t, path, url.Values{"csrf": form["csrf"], "key": {strings.Repeat("b", 32)}, "note": {"again"}}); r.status != http.StatusConflict {
 			t.Fatalf("resolve a resolved item: %d", r.status)
 		}

@@ -141,9 +141,22 @@ func story(t service.Timeline, loc *time.Location) []moment {
 	for _, f := range t.Refunds {
 		s = append(s, moment{At: f.CreateTime, Kind: "refund", Title: fmt.Sprintf("Refund requested (%s)", strings.ToLower(string(f.Kind))),
 			Detail: fmt.Sprintf("%s of trade %s, out_request_no %s", money(f.Amount), f.TradeNo, f.OutRequestNo), State: string(f.State)})
-		if f.ResolvedTime != nil {
+		switch {
+		case f.ResolvedTime != nil:
+			// A resolution rewrites update_time: it stands for the end.
 			s = append(s, moment{At: *f.ResolvedTime, Kind: "refund", Title: "Refund resolved by " + f.ResolvedBy,
 				Detail: f.Resolution})
+		case f.State == model.RefundRefunded || f.State == model.RefundFailed:
+			// How it ended, when (the row's last change).
+			detail := fmt.Sprintf("out_request_no %s after %d attempt(s)", f.OutRequestNo, f.Attempts)
+			if f.LastError != "" {
+				detail += ": " + f.LastError
+			}
+			title := "Refund confirmed by Alipay"
+			if f.State == model.RefundFailed {
+				title = "Refund failed"
+			}
+			s = append(s, moment{At: f.UpdateTime, Kind: "refund", Title: title, Detail: detail, State: string(f.State)})
 		}
 	}
 	for _, e := range t.Events {
