@@ -271,7 +271,12 @@ func TestQueues(t *testing.T) {
 		}
 		r = c.mustGet(t, "/console/queues/refunds?state=REFUND_FAILED&page=1", http.StatusOK)
 		mustContain(t, r.body, ">AS-QU-50<")
-		c.mustGet(t, "/console/queues/refunds?state=REFUNDING", http.StatusOK)
+		mustContain(t, c.mustGet(t, "/console/queues/refunds?state=REFUNDING", http.StatusOK).body, "0 refund(s); oldest waiting")
+		// Refunded is done: nothing there is waiting.
+		if r := c.mustGet(t, "/console/queues/refunds?state=REFUNDED", http.StatusOK); !strings.Contains(r.body, "0 refund(s) confirmed by Alipay.") ||
+			strings.Contains(r.body, "waiting") {
+			t.Errorf("the REFUNDED tab reads as a queue:\n%s", r.body)
+		}
 		c.mustGet(t, "/console/queues/refunds?state=bogus", http.StatusBadRequest)
 
 		r = c.mustGet(t, "/console/queues/outbox", http.StatusOK)
