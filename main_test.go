@@ -257,6 +257,8 @@ func TestDevRefundsWhatItCannotApply(t *testing.T) {
 		`paynotify_refunds_total{result="failed"} 0`,
 		`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
 		`paynotify_http_requests_total{method="GET",route="/admin/orders/:sn/refunds",status="200"}`,
+		`paynotify_notify_group_size_count`,
+		`paynotify_notify_group_fallbacks_total{reason="busy"}`,
 	}, []string{"DEMO-1002"})
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"paynotify/model"
+	"paynotify/service"
 )
 
 // countRefunds registers paynotify_refunds_total{result} and returns what
@@ -22,5 +23,34 @@ func countRefunds(reg prometheus.Registerer) func(model.RefundState) {
 			return
 		}
 		refunded.Inc()
+	}
+}
+
+// countGroups registers group apply's metrics and hooks them to p:
+// paynotify_notify_group_size (notifications applied per group
+// transaction) and paynotify_notify_group_fallbacks_total{reason}. Every
+// reason's series is there from the start, and the notify path only adds
+// to counters resolved here.
+func countGroups(reg prometheus.Registerer, p *service.Payments) {
+	size := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paynotify_notify_group_size",
+		Help:    "Notifications applied per group transaction (group apply).",
+		Buckets: []float64{2, 4, 8, 16, 32, 64},
+	})
+	fallbacks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notify_group_fallbacks_total",
+		Help: "Notifications group apply did not apply in a group transaction, by reason: run alone (duplicate_in_group, two_trades_one_order, not_eligible, alone, recorded_meanwhile, lock_wait, error, near_deadline) or answered failure (expired, busy).",
+	}, []string{"reason"})
+	reg.MustRegister(size, fallbacks)
+	all := service.Fallbacks()
+	byReason := make([]prometheus.Counter, len(all))
+	for _, f := range all {
+		byReason[f] = fallbacks.WithLabelValues(f.String())
+	}
+	p.OnGroup = func(applied int) { size.Observe(float64(applied)) }
+	p.OnFallback = func(f service.Fallback) {
+		if int(f) < len(byReason) {
+			byReason[f].Inc()
+		}
 	}
 }

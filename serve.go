@@ -110,6 +110,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	payments := service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
 	payments.OnUnmatched = countUnmatched(reg, log)
+	countGroups(reg, payments)
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)
 	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)

@@ -68,7 +68,8 @@ type verdict struct {
 	pay     model.Payment
 	outcome model.Outcome
 	err     error
-	alone   bool // not decided in the group: run observeOne
+	alone   bool     // not decided in the group: run observeOne
+	why     Fallback // why, if alone
 }
 
 // cost is roughly the bytes a notification adds to the group's statements
@@ -79,6 +80,7 @@ func (j *job) cost() int {
 
 func (a *applier) observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
 	if a.short(ctx, time.Now()) {
+		a.p.fellBack(FallbackNearDeadline)
 		return a.p.observeOne(ctx, n)
 	}
 	j := &job{ctx: ctx, n: n, lead: make(chan []*job, 1), done: make(chan verdict, 1)}
@@ -90,6 +92,7 @@ func (a *applier) observe(ctx context.Context, n model.Notification) (model.Paym
 	}
 	if len(a.queue) >= a.limits.maxQueue {
 		a.mu.Unlock()
+		a.p.fellBack(FallbackBusy)
 		return model.Payment{}, "", fmt.Errorf("%w: %d notifications queued", model.ErrBusy, a.limits.maxQueue)
 	}
 	a.queue = append(a.queue, j)
@@ -106,6 +109,7 @@ func (a *applier) observe(ctx context.Context, n model.Notification) (model.Paym
 	if i := slices.Index(a.queue, j); i >= 0 {
 		a.queue = slices.Delete(a.queue, i, i+1)
 		a.mu.Unlock()
+		a.p.fellBack(FallbackExpired)
 		return model.Payment{}, "", fmt.Errorf("%w: waiting for the notify queue: %w", model.ErrUnavailable, ctx.Err())
 	}
 	a.mu.Unlock()
@@ -150,6 +154,7 @@ func (a *applier) apply(self *job, group []*job) (verdicts []verdict) {
 			a.handOff()
 			for _, j := range group {
 				if j != self {
+					a.p.fellBack(FallbackError)
 					j.done <- verdict{alone: true}
 				}
 			}
@@ -162,8 +167,20 @@ func (a *applier) apply(self *job, group []*job) (verdicts []verdict) {
 		return []verdict{{pay: pay, outcome: outcome, err: err}}
 	}
 	verdicts, committed := a.p.applyGroup(group)
+	applied := 0
+	for _, v := range verdicts {
+		switch {
+		case v.alone:
+			a.p.fellBack(v.why)
+		case v.outcome == model.OutcomeApplied:
+			applied++
+		}
+	}
 	if committed {
 		a.groups.Add(1)
+		if a.p.OnGroup != nil {
+			a.p.OnGroup(applied)
+		}
 	}
 	return verdicts
 }
@@ -181,6 +198,7 @@ func (a *applier) handOff() {
 		}
 		taken++
 		if a.short(j.ctx, now) {
+			a.p.fellBack(FallbackNearDeadline)
 			j.done <- verdict{alone: true}
 			continue
 		}
@@ -223,7 +241,7 @@ type member struct {
 func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	verdicts := make([]verdict, len(group))
 	for i := range verdicts {
-		verdicts[i].alone = true
+		verdicts[i].alone, verdicts[i].why = true, FallbackNotEligible
 	}
 	// The group's deadline is its earliest member's.
 	dl, _ := group[0].ctx.Deadline()
@@ -245,6 +263,9 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	}
 	trades, err := p.store.TradesLookup(ctx, model.ProviderAlipay, tradeNos, outTradeNos)
 	if err != nil {
+		for i := range verdicts {
+			verdicts[i].why = fallbackFor(err)
+		}
 		return verdicts, false
 	}
 	var (
@@ -273,9 +294,20 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	// Two notices of one trade, or two trades of one order: one by one,
 	// where the order lock and the ledger key decide between them.
 	members = slices.DeleteFunc(members, func(m member) bool {
-		return trade[group[m.i].n.TradeNo] > 1 || order[m.orderID] > 1
+		switch {
+		case trade[group[m.i].n.TradeNo] > 1:
+			verdicts[m.i].why = FallbackDuplicateInGroup
+		case order[m.orderID] > 1:
+			verdicts[m.i].why = FallbackTwoTradesOneOrder
+		default:
+			return false
+		}
+		return true
 	})
 	if len(members) < 2 {
+		for _, m := range members {
+			verdicts[m.i].why = FallbackAlone
+		}
 		return verdicts, false
 	}
 	ids := make([]int64, len(members))
@@ -341,7 +373,13 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 		}
 		return tx.InsertEvents(ctx, events...)
 	})
-	if err != nil || len(applied) == 0 {
+	if err != nil {
+		for _, m := range members {
+			verdicts[m.i].why = fallbackFor(err)
+		}
+		return verdicts, false
+	}
+	if len(applied) == 0 {
 		return verdicts, false
 	}
 	for k, m := range applied {

@@ -114,6 +114,42 @@ func inGroup(t *testing.T, store *dao.Store, g *gate, p *service.Payments, first
 	return got, stmts
 }
 
+// hooks records what p tells OnGroup and OnFallback.
+type hooks struct {
+	mu        sync.Mutex
+	sizes     []int
+	fallbacks map[service.Fallback]int
+}
+
+func hook(p *service.Payments) *hooks {
+	h := &hooks{fallbacks: map[service.Fallback]int{}}
+	p.OnGroup = func(applied int) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.sizes = append(h.sizes, applied)
+	}
+	p.OnFallback = func(f service.Fallback) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.fallbacks[f]++
+	}
+	return h
+}
+
+// check compares what the hooks were told with the group sizes and
+// fallbacks wanted.
+func (h *hooks) check(t *testing.T, sizes []int, fallbacks map[service.Fallback]int) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if diff := cmp.Diff(sizes, h.sizes); diff != "" {
+		t.Errorf("group sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(fallbacks, h.fallbacks); diff != "" {
+		t.Errorf("fallbacks (-want +got):\n%s", diff)
+	}
+}
+
 func indexOf(ss []string, s string) int {
 	for i, x := range ss {
 		if x == s {
@@ -195,6 +231,7 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		g := newGate(t, store)
 		p := service.NewPayments(store)
+		h := hook(p)
 		sn := func(prefix string) string { return mustOrder(t, store, newSN(prefix), "10.00").OrderSN }
 		first := sn("GA-FIRST-")
 		paidBefore, clean1, clean2, twice, copies, under := sn("GA-PAID-"), sn("GA-C1-"), sn("GA-C2-"), sn("GA-TWICE-"), sn("GA-COPY-"), sn("GA-UNDER-")
@@ -245,6 +282,15 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 		if service.Groups(p) != 1 {
 			t.Errorf("%d group transactions, want 1", service.Groups(p))
 		}
+		// The metrics' hooks: one group transaction of two (0 and 1);
+		// the duplicates and the conflict (2, 3, 10) were answered in the
+		// group, the rest ran alone. The ones before the group ran alone
+		// on an idle applier: no fallback.
+		h.check(t, []int{2}, map[service.Fallback]int{
+			service.FallbackTwoTradesOneOrder: 2, // 4, 5
+			service.FallbackDuplicateInGroup:  2, // 6, 7
+			service.FallbackNotEligible:       2, // 8, 9
+		})
 		for _, s := range []string{clean1, clean2, twice, copies} {
 			if o := mustGetOrder(t, store, s); o.Status != model.OrderPaid {
 				t.Errorf("%s: status %d, want paid", s, o.Status)
@@ -390,6 +436,7 @@ func TestGroupApplyNearDeadlineRunsAlone(t *testing.T) {
 	store := daotest.Open(t, dao.DriverMySQL)
 	g := newGate(t, store)
 	p := service.NewPayments(store)
+	h := hook(p)
 	first, late := mustOrder(t, store, newSN("GA-HELD-"), "1.00"), mustOrder(t, store, newSN("GA-LATE-"), "1.00")
 	held, release := g.arm()
 	firstDone := make(chan error, 1)
@@ -408,6 +455,7 @@ func TestGroupApplyNearDeadlineRunsAlone(t *testing.T) {
 	if err := <-firstDone; err != nil {
 		t.Fatal(err)
 	}
+	h.check(t, nil, map[service.Fallback]int{service.FallbackNearDeadline: 1})
 }
 
 // A panic while a notification is applied (a bug) reaches its caller, and
@@ -456,6 +504,7 @@ func TestGroupApplyLockWaitFallsBack(t *testing.T) {
 	store := daotest.Open(t, dao.DriverMySQL)
 	g := newGate(t, store)
 	p := service.NewPayments(store)
+	h := hook(p)
 	first := mustOrder(t, store, newSN("GA-LW-FIRST-"), "1.00")
 	var ns []model.Notification
 	var held model.Order
@@ -530,4 +579,5 @@ func TestGroupApplyLockWaitFallsBack(t *testing.T) {
 	if n := service.Groups(p); n != 0 {
 		t.Errorf("%d group transactions committed, want 0", n)
 	}
+	h.check(t, nil, map[service.Fallback]int{service.FallbackLockWait: len(ns)})
 }

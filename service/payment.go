@@ -17,8 +17,14 @@ type Payments struct {
 	// OnUnmatched, if set, is told of every payment recorded UNMATCHED (for
 	// the metric and the WARN log an operator watches).
 	OnUnmatched func(model.Payment)
-	now         func() time.Time
-	group       *applier // nil: every notification is applied alone
+	// OnGroup, if set, is told how many notifications each committed
+	// group transaction applied; OnFallback, why a notification that met
+	// group apply was not applied in one (see Fallback). Both run on the
+	// notify path: keep them cheap. Set them before the first Observe.
+	OnGroup    func(applied int)
+	OnFallback func(Fallback)
+	now        func() time.Time
+	group      *applier // nil: every notification is applied alone
 }
 
 // NewPayments returns the payment use cases over store, with group apply
