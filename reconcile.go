@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -52,12 +51,8 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		return err
 	}
 	defer store.Close()
-	pending, err := store.MigrationsPending(ctx)
-	if err != nil {
-		return fmt.Errorf("check schema: %w", err)
-	}
-	if pending {
-		return errors.New("the database schema is behind this binary: run `paynotify migrate` first")
+	if err := schemaCurrent(ctx, store); err != nil {
+		return err
 	}
 	recon := service.NewReconciliations(store, alipayBills(client), service.NewPayments(store), log)
 	run, err := recon.Run(ctx, *date)

@@ -47,6 +47,15 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	defer store.Close()
+	if err := schemaCurrent(ctx, store); err != nil {
+		return err
+	}
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+}
+
+// schemaCurrent refuses a database whose schema is behind this binary:
+// serve and reconcile run no migrations of their own.
+func schemaCurrent(ctx context.Context, store *dao.Store) error {
 	pending, err := store.MigrationsPending(ctx)
 	if err != nil {
 		return fmt.Errorf("check schema: %w", err)
@@ -54,7 +63,7 @@ func serve(ctx context.Context, env environment) error {
 	if pending {
 		return errors.New("the database schema is behind this binary: run `paynotify migrate` first")
 	}
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+	return nil
 }
 
 // migrate applies the schema and exits.
