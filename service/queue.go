@@ -35,19 +35,9 @@ func (o *Ops) RefundQueue(ctx context.Context, state model.RefundState, page int
 	if err != nil {
 		return nil, count, err
 	}
-	ids := make([]int64, len(refunds))
-	for i, f := range refunds {
-		ids[i] = f.OrderID
-	}
-	sns, err := o.store.OrderSNs(ctx, ids)
-	if err != nil {
-		return nil, count, err
-	}
-	out := make([]RefundRow, len(refunds))
-	for i, f := range refunds {
-		out[i] = RefundRow{Refund: f, OrderSN: sns[f.OrderID]}
-	}
-	return out, count, nil
+	out, err := withOrderSNs(ctx, o.store, refunds, func(f model.Refund) int64 { return f.OrderID },
+		func(f model.Refund, sn string) RefundRow { return RefundRow{Refund: f, OrderSN: sn} })
+	return out, count, err
 }
 
 // OutboxQueue lists the outbox rows in a state after a sequence number,
@@ -61,19 +51,9 @@ func (o *Ops) OutboxQueue(ctx context.Context, state model.OutboxState, after in
 	if err != nil {
 		return nil, count, err
 	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.Event.AggregateID
-	}
-	sns, err := o.store.OrderSNs(ctx, ids)
-	if err != nil {
-		return nil, count, err
-	}
-	out := make([]EventRow, len(rows))
-	for i, r := range rows {
-		out[i] = EventRow{OutboxRow: r, OrderSN: sns[r.Event.AggregateID]}
-	}
-	return out, count, nil
+	out, err := withOrderSNs(ctx, o.store, rows, func(r model.OutboxRow) int64 { return r.Event.AggregateID },
+		func(r model.OutboxRow, sn string) EventRow { return EventRow{OutboxRow: r, OrderSN: sn} })
+	return out, count, err
 }
 
 // AuditLog lists one page of operator actions, newest first, with an id
@@ -118,19 +98,27 @@ func (o *Ops) PaymentQueue(ctx context.Context, state model.PaymentState, page i
 	if err != nil {
 		return nil, count, err
 	}
-	ids := make([]int64, len(pays))
-	for i, p := range pays {
-		ids[i] = p.OrderID
+	out, err := withOrderSNs(ctx, o.store, pays, func(p model.Payment) int64 { return p.OrderID },
+		func(p model.Payment, sn string) PaymentRow { return PaymentRow{Payment: p, OrderSN: sn} })
+	return out, count, err
+}
+
+// withOrderSNs pairs each of a queue's rows with the number of the order
+// orderID names (empty when it is not there), read in one query.
+func withOrderSNs[T, R any](ctx context.Context, store *dao.Store, rows []T, orderID func(T) int64, pair func(T, string) R) ([]R, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = orderID(r)
 	}
-	sns, err := o.store.OrderSNs(ctx, ids)
+	sns, err := store.OrderSNs(ctx, ids)
 	if err != nil {
-		return nil, count, err
+		return nil, err
 	}
-	out := make([]PaymentRow, len(pays))
-	for i, p := range pays {
-		out[i] = PaymentRow{Payment: p, OrderSN: sns[p.OrderID]}
+	out := make([]R, len(rows))
+	for i, r := range rows {
+		out[i] = pair(r, sns[orderID(r)])
 	}
-	return out, count, nil
+	return out, nil
 }
 
 // Refund reads one refund, with its order's number.
