@@ -191,6 +191,28 @@ func TestTimeline(t *testing.T) {
 		}
 		e.pay(t, "TL-1", "T-TL-1", "70.00")
 		e.pay(t, "TL-1", "T-TL-2", "70.00")
+		// A refund with every kind of change: asked, retried after an
+		// unknown outcome, refused, resolved by an operator.
+		const no = "AS-TL-1"
+		if err := store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.InsertRefund(ctx, model.Refund{OutRequestNo: no, Kind: model.RefundAfterSale, Provider: model.ProviderAlipay,
+				TradeNo: "T-TL-1", OutTradeNo: "TL-1", OrderID: id, Amount: decimal.RequireFromString("5.00")})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.RetryRefundAt(ctx, no, time.Now(), "ACQ.SYSTEM_ERROR"); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			if _, err := tx.FinishRefund(ctx, no, model.RefundFailed, "ACQ.TRADE_STATUS_ERROR"); err != nil {
+				return err
+			}
+			_, err := tx.ResolveRefund(ctx, no, "bob", "paid back by bank transfer", time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 
 		page := e.signedIn(t, "alice").mustGet(t, "/console/orders/TL-1", http.StatusOK)
 		mustContain(t, page.body,
@@ -207,8 +229,32 @@ func TestTimeline(t *testing.T) {
 			`href="/console/payments/T-TL-2"`,
 			"<td>3</td><td class=\"num\">2</td><td class=\"num\">50.00 CNY</td>",
 		)
-		// The story is in time order: placed, attempt, then payments.
+		// Every change of the refund, in order, its ids linked.
 		flat := squash(page.body)
+		last := -1
+		for _, w := range []string{
+			"<strong>Refund requested (after_sale)</strong>",
+			"<strong>Refund outcome unknown: asked again later</strong>",
+			"ACQ.SYSTEM_ERROR",
+			"<strong>Refund failed</strong>",
+			"ACQ.TRADE_STATUS_ERROR",
+			"<strong>Refund resolved by bob</strong>",
+			"paid back by bank transfer",
+		} {
+			i := strings.Index(flat[last+1:], w)
+			if i < 0 {
+				t.Errorf("the story lacks %q after what came before", w)
+				continue
+			}
+			last += 1 + i
+		}
+		mustContain(t, page.body,
+			`; member <a href="/console/search?q=5"><code class="id">5</code></a>`,
+			`trade_no <a href="/console/payments/T-TL-2"><code class="id">T-TL-2</code></a>, 70.00 CNY`,
+			`of trade <a href="/console/payments/T-TL-1"><code class="id">T-TL-1</code></a>, out_request_no <a href="/console/search?q=AS-TL-1"><code class="id">AS-TL-1</code></a>`,
+			`out_trade_no <a href="/console/search?q=TL-1"><code class="id">TL-1</code></a>`,
+		)
+		// The story is in time order: placed, attempt, then payments.
 		placed, applied, pending := strings.Index(flat, "Order placed"), strings.Index(flat, "Payment recorded: applied"), strings.Index(flat, "Payment recorded: refund_pending")
 		if !(placed < applied && applied < pending) {
 			t.Errorf("story out of order: placed %d, applied %d, refund_pending %d", placed, applied, pending)
@@ -286,6 +332,11 @@ func TestQueues(t *testing.T) {
 
 		r = c.mustGet(t, "/console/audit?operator=alice", http.StatusOK)
 		mustContain(t, r.body, "<td>alice</td><td>session.sign_in</td>")
+		// A sign-in's expiry is a time like any other: the operator's
+		// zone, UTC on hover.
+		if !regexp.MustCompile(`signed in until <time datetime="[0-9T:-]+Z" title="[0-9: -]+ UTC">[0-9: -]+</time>`).MatchString(r.body) {
+			t.Errorf("the sign-in's expiry is not shown as a time:\n%s", r.body)
+		}
 		r = c.mustGet(t, "/console/audit?operator=bob", http.StatusOK)
 		mustContain(t, r.body, "No action recorded")
 	})

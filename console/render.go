@@ -139,6 +139,21 @@ func (p page) Time(t time.Time) template.HTML {
 		u.Format(time.RFC3339), u.Format("2006-01-02 15:04:05"), t.In(p.loc).Format("2006-01-02 15:04:05")))
 }
 
+// signedInUntil starts the after-state of a sign-in's audit row, which
+// ends with the session's expiry in RFC 3339 (UTC).
+const signedInUntil = "signed in until "
+
+// After shows an audit row's after-state; a sign-in's expiry is a time,
+// shown like every other time.
+func (p page) After(a model.Audit) template.HTML {
+	if rest, ok := strings.CutPrefix(a.After, signedInUntil); ok && a.Action == model.AuditSignIn {
+		if t, err := time.Parse(time.RFC3339, rest); err == nil {
+			return template.HTML(signedInUntil) + p.Time(t)
+		}
+	}
+	return template.HTML(template.HTMLEscapeString(a.After))
+}
+
 // TimeP shows an optional time.
 func (p page) TimeP(t *time.Time) template.HTML {
 	if t == nil {

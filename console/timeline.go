@@ -88,7 +88,8 @@ type moment struct {
 	At     time.Time
 	Kind   string // order, attempt, payment, refund, event, audit
 	Title  string
-	Detail string
+	// Detail is a sentence whose ids link to their timeline.
+	Detail []piece
 	// State is shown as a badge.
 	State string
 }
@@ -118,52 +119,32 @@ func story(t service.Timeline, loc *time.Location) []moment {
 	if o.Integration > 0 {
 		placed += fmt.Sprintf("; %d points −%s", o.Integration, money(o.IntegrationAmount))
 	}
-	s := []moment{{At: o.CreateTime, Kind: "order", Title: "Order placed", Detail: placed + fmt.Sprintf("; member %d", o.MemberID)}}
+	s := []moment{{At: o.CreateTime, Kind: "order", Title: "Order placed", Detail: say(placed+"; member ", memberRef(o.MemberID))}}
 	for _, a := range t.Attempts {
 		s = append(s, moment{At: a.CreateTime, Kind: "attempt", Title: fmt.Sprintf("Pay attempt #%d opened", a.AttemptNo),
-			Detail: fmt.Sprintf("%s, out_trade_no %s, %s", a.Method, a.OutTradeNo, money(a.Amount))})
+			Detail: say(string(a.Method)+", out_trade_no ", searchRef(a.OutTradeNo), ", "+money(a.Amount))})
 		if a.State != model.AttemptOpen {
 			s = append(s, moment{At: a.UpdateTime, Kind: "attempt", Title: fmt.Sprintf("Pay attempt #%d %s", a.AttemptNo, strings.ToLower(string(a.State))),
-				Detail: "out_trade_no " + a.OutTradeNo, State: string(a.State)})
+				Detail: say("out_trade_no ", searchRef(a.OutTradeNo)), State: string(a.State)})
 		}
 	}
 	for _, p := range t.Payments {
-		detail := fmt.Sprintf("trade_no %s, %s", p.TradeNo, money(p.Amount))
+		detail := say("trade_no ", tradeRef(p.TradeNo), ", "+money(p.Amount))
 		if p.Reason != model.RefundNone {
-			detail += ", reason " + string(p.Reason)
+			detail = append(detail, say(", reason "+string(p.Reason))...)
 		}
 		if p.PaidAt != nil {
-			detail += ", paid at Alipay " + p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST")
+			detail = append(detail, say(", paid at Alipay "+p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST"))...)
 		}
 		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded: " + string(model.OutcomeOf(p.State, p.Reason)),
 			Detail: detail, State: string(p.State)})
 	}
-	for _, f := range t.Refunds {
-		s = append(s, moment{At: f.CreateTime, Kind: "refund", Title: fmt.Sprintf("Refund requested (%s)", strings.ToLower(string(f.Kind))),
-			Detail: fmt.Sprintf("%s of trade %s, out_request_no %s", money(f.Amount), f.TradeNo, f.OutRequestNo), State: string(f.State)})
-		switch {
-		case f.ResolvedTime != nil:
-			// A resolution rewrites update_time: it stands for the end.
-			s = append(s, moment{At: *f.ResolvedTime, Kind: "refund", Title: "Refund resolved by " + f.ResolvedBy,
-				Detail: f.Resolution})
-		case f.State == model.RefundRefunded || f.State == model.RefundFailed:
-			// How it ended, when (the row's last change).
-			detail := fmt.Sprintf("out_request_no %s after %d attempt(s)", f.OutRequestNo, f.Attempts)
-			if f.LastError != "" {
-				detail += ": " + f.LastError
-			}
-			title := "Refund confirmed by Alipay"
-			if f.State == model.RefundFailed {
-				title = "Refund failed"
-			}
-			s = append(s, moment{At: f.UpdateTime, Kind: "refund", Title: title, Detail: detail, State: string(f.State)})
-		}
-	}
+	s = append(s, refundStory(t.Refunds, t.RefundChanges)...)
 	for _, e := range t.Events {
 		state := string(e.State)
 		detail := eventDetail(e.Event)
 		if e.State != model.OutboxSent && e.LastError != "" {
-			detail += fmt.Sprintf(" — %d attempts, last error: %s", e.Attempts, e.LastError)
+			detail = append(detail, say(fmt.Sprintf(" — %d attempts, last error: %s", e.Attempts, e.LastError))...)
 		}
 		s = append(s, moment{At: e.Event.OccurredAt, Kind: "event", Title: "Event " + string(e.Event.Type), Detail: detail, State: state})
 	}
@@ -177,14 +158,14 @@ func story(t service.Timeline, loc *time.Location) []moment {
 			state = "RESOLVED"
 		}
 		s = append(s, moment{At: it.CreateTime, Kind: "recon", Title: fmt.Sprintf("Reconciliation of %s: %s", it.BillDate, it.Outcome),
-			Detail: detail, State: state})
+			Detail: say(detail), State: state})
 	}
 	for _, a := range t.Audit {
 		detail := a.Before + " → " + a.After
 		if a.Note != "" {
 			detail += ": " + a.Note
 		}
-		s = append(s, moment{At: a.CreateTime, Kind: "audit", Title: fmt.Sprintf("%s by %s", a.Action, a.Operator), Detail: detail})
+		s = append(s, moment{At: a.CreateTime, Kind: "audit", Title: fmt.Sprintf("%s by %s", a.Action, a.Operator), Detail: say(detail)})
 	}
 	// Within one instant, cause before effect: a payment before its event.
 	rank := map[string]int{"order": 0, "attempt": 1, "payment": 2, "refund": 3, "event": 4, "recon": 5, "audit": 6}
@@ -206,18 +187,31 @@ func optMoney(d *decimal.Decimal) string {
 }
 
 // eventDetail summarises an event's data in a few words.
-func eventDetail(ev model.Event) string {
+func eventDetail(ev model.Event) []piece {
 	var d map[string]any
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
-		return ""
+		return nil
 	}
-	var parts []string
+	var out []piece
 	for _, k := range []string{"trade_no", "out_request_no", "amount", "state", "reason", "out_trade_no"} {
-		if v, ok := d[k]; ok && v != "" {
-			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		v, ok := d[k]
+		if !ok || v == "" {
+			continue
 		}
+		sep := ""
+		if len(out) > 0 {
+			sep = ", "
+		}
+		val := any(fmt.Sprint(v))
+		switch k {
+		case "trade_no":
+			val = tradeRef(fmt.Sprint(v))
+		case "out_request_no", "out_trade_no":
+			val = searchRef(fmt.Sprint(v))
+		}
+		out = append(out, say(sep+k+" ", val)...)
 	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
 type paymentData struct {

@@ -19,7 +19,7 @@ import (
 // the worker's queue (compare-and-set REFUND_FAILED → REFUNDING, attempts
 // from zero, due at now) and reports whether it did. The out_request_no
 // stays: Alipay still refunds it at most once.
-func (tx *OrderTx) RetryRefund(ctx context.Context, outRequestNo string, now time.Time) (bool, error) {
+func (tx *OrderTx) RetryRefund(ctx context.Context, outRequestNo, operator string, now time.Time) (bool, error) {
 	if err := tx.step(rankOrderRows); err != nil {
 		return false, err
 	}
@@ -27,7 +27,7 @@ func (tx *OrderTx) RetryRefund(ctx context.Context, outRequestNo string, now tim
 		Where("out_request_no = ? AND order_id = ? AND state = ? AND resolved_time IS NULL", outRequestNo, tx.order.ID, model.RefundFailed).
 		Updates(map[string]any{"state": model.RefundRefunding, "attempts": 0, "next_attempt_at": now.UTC(),
 			"last_error": "", "update_time": now.UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunding, operator, "", now)
 }
 
 // ResolveRefund takes one of the order's failed refunds off the queue with
@@ -41,7 +41,7 @@ func (tx *OrderTx) ResolveRefund(ctx context.Context, outRequestNo, operator, no
 		Where("out_request_no = ? AND order_id = ? AND state = ? AND resolved_time IS NULL", outRequestNo, tx.order.ID, model.RefundFailed).
 		Updates(map[string]any{"resolved_by": operator, "resolved_time": now.UTC(), "resolution": clip(note, 500),
 			"update_time": now.UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundFailed, operator, note, now)
 }
 
 // RequeueEvent makes a FAILED outbox row pending again, due at now, with

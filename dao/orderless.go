@@ -126,12 +126,12 @@ func (tx *OrderlessTx) InsertRefund(ctx context.Context, f model.Refund) (bool, 
 		return false, fmt.Errorf("%w: a refund of another payment in the transaction of %q", ErrLockOrder, tx.pay.TradeNo)
 	}
 	now := time.Now().UTC()
-	return tx.s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, map[string]any{
+	return tx.s.insertRefundRow(ctx, f.OutRequestNo, map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
 		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": nil,
 		"amount": f.Amount.StringFixed(2), "reason": f.Reason, "state": model.RefundRefunding,
 		"next_attempt_at": now, "create_time": now, "update_time": now,
-	})
+	}, "", "", now)
 }
 
 // InsertFinishedRefund records a refund of the payment that is already
@@ -148,10 +148,11 @@ func (tx *OrderlessTx) InsertFinishedRefund(ctx context.Context, f model.Refund)
 // FinishRefund moves one of the payment's refunds from REFUNDING to its
 // end state (compare-and-set) and reports whether it did.
 func (tx *OrderlessTx) FinishRefund(ctx context.Context, outRequestNo string, to model.RefundState, lastError string) (bool, error) {
+	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND trade_no = ? AND order_id IS NULL AND state = ?", outRequestNo, tx.pay.TradeNo, model.RefundRefunding).
-		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": time.Now().UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": now})
+	return tx.s.changed(ctx, res, outRequestNo, model.RefundRefunding, to, "", lastError, now)
 }
 
 // InsertEvents writes events to the outbox.

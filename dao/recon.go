@@ -586,5 +586,5 @@ func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) (bool,
 	if f.OrderID != 0 {
 		row["order_id"] = f.OrderID
 	}
-	return s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
+	return s.insertRefundRow(ctx, f.OutRequestNo, row, reconResolver, "found in Alipay's bill", now)
 }

@@ -15,17 +15,19 @@ func (tx *OrderTx) SettleFailedRefund(ctx context.Context, outRequestNo, note st
 	if err := tx.step(rankOrderRows); err != nil {
 		return false, err
 	}
+	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND order_id = ? AND state = ?", outRequestNo, tx.order.ID, model.RefundFailed).
-		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": time.Now().UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": now})
+	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunded, reconResolver, note, now)
 }
 
 // SettleFailedRefund is OrderTx.SettleFailedRefund for a refund of a
 // payment without an order.
 func (tx *OrderlessTx) SettleFailedRefund(ctx context.Context, outRequestNo, note string) (bool, error) {
+	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND trade_no = ? AND order_id IS NULL AND state = ?", outRequestNo, tx.pay.TradeNo, model.RefundFailed).
-		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": time.Now().UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": now})
+	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunded, reconResolver, note, now)
 }

@@ -68,7 +68,17 @@ func (s *Store) insertRefund(ctx context.Context, f model.Refund) (bool, error) 
 	if f.IdempotencyKey != "" {
 		row["idempotency_key"] = f.IdempotencyKey
 	}
-	return s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
+	return s.insertRefundRow(ctx, f.OutRequestNo, row, "", "", now)
+}
+
+// insertRefundRow inserts a refund unless its out_request_no exists and,
+// when it did, records its first state (row["state"]) as a change.
+func (s *Store) insertRefundRow(ctx context.Context, outRequestNo string, row map[string]any, by, note string, now time.Time) (bool, error) {
+	inserted, err := s.insertOrKeep(ctx, refundTable, []string{"out_request_no"}, row)
+	if err != nil || !inserted {
+		return inserted, err
+	}
+	return true, s.insertRefundChange(ctx, outRequestNo, "", row["state"].(model.RefundState), by, note, now)
 }
 
 // Refund reads a refund without locking.
@@ -133,21 +143,37 @@ func (s *Store) claimRefunds(ctx context.Context, now time.Time, lease time.Dura
 // finishRefund moves an order's refund from REFUNDING to its end state
 // (compare-and-set) and reports whether it did.
 func (s *Store) finishRefund(ctx context.Context, orderID int64, outRequestNo string, to model.RefundState, lastError string) (bool, error) {
+	now := time.Now().UTC()
 	res := s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND order_id = ? AND state = ?", outRequestNo, orderID, model.RefundRefunding).
-		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": time.Now().UTC()})
-	return res.RowsAffected == 1, mapErr(res.Error)
+		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": now})
+	return s.changed(ctx, res, outRequestNo, model.RefundRefunding, to, "", lastError, now)
 }
 
-// RetryRefundAt schedules the next attempt of a refund in progress.
+// changed records a refund's state change when the compare-and-set res
+// made it, and reports whether it did.
+func (s *Store) changed(ctx context.Context, res *gorm.DB, outRequestNo string, from, to model.RefundState, by, note string, now time.Time) (bool, error) {
+	if res.Error != nil || res.RowsAffected != 1 {
+		return false, mapErr(res.Error)
+	}
+	return true, s.insertRefundChange(ctx, outRequestNo, from, to, by, note, now)
+}
+
+// RetryRefundAt schedules the next attempt of a refund in progress, and
+// records the retry with its cause as a change (REFUNDING → REFUNDING), in
+// one transaction.
 func (s *Store) RetryRefundAt(ctx context.Context, outRequestNo string, at time.Time, lastError string) error {
-	err := s.db.WithContext(ctx).Model(&refundRecord{}).
-		Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
-		Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)}).Error
+	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		res := tx.db.WithContext(ctx).Model(&refundRecord{}).
+			Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
+			Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)})
+		_, err := tx.changed(ctx, res, outRequestNo, model.RefundRefunding, model.RefundRefunding, "", lastError, time.Now())
+		return err
+	})
 	if matchesNothing(err) {
 		return nil // names no refund of ours
 	}
-	return mapErr(err)
+	return err
 }
 
 // PaymentsToRefund lists up to limit REFUND_PENDING payments, leaving out

@@ -151,3 +151,18 @@ type AttemptChange struct {
 	PayAttempt
 	UpdateTime time.Time
 }
+
+// RefundChange is a row of oms_refund_change: one state change of a
+// refund, recorded in the transaction that made it. From is "" when the
+// change recorded the refund; From equals To for a retry scheduled after
+// an unknown outcome and for an operator's resolution.
+type RefundChange struct {
+	ID           int64
+	OutRequestNo string
+	From, To     RefundState
+	// By is the operator, or "reconciliation"; "" is the refund worker.
+	By string
+	// Note is Alipay's error or the operator's note.
+	Note       string
+	CreateTime time.Time
+}

@@ -54,7 +54,7 @@ func (r *Refunds) Retry(ctx context.Context, act model.Act, outRequestNo string)
 	}
 	return r.act(ctx, act, outRequestNo, model.AuditRefundRetry, string(model.RefundRefunding),
 		func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
-			moved, err := tx.RetryRefund(ctx, f.OutRequestNo, r.now())
+			moved, err := tx.RetryRefund(ctx, f.OutRequestNo, act.Operator, r.now())
 			if err != nil || !moved {
 				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
 			}

@@ -42,6 +42,14 @@ func TestReconcileFailedRefundMade(t *testing.T) {
 		if got, err := store.Refund(ctx, f.OutRequestNo); err != nil || got.State != model.RefundRefunded {
 			t.Fatalf("the refund Alipay made: %+v %v", got, err)
 		}
+		// Settled once (two runs), by reconciliation, in its history.
+		changes, err := store.RefundChanges(ctx, []string{f.OutRequestNo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := changes[len(changes)-1]; len(changes) != 2 || last.From != model.RefundFailed || last.To != model.RefundRefunded || last.By != "reconciliation" {
+			t.Errorf("refund changes %+v: want its request, then REFUND_FAILED → REFUNDED by reconciliation", changes)
+		}
 		if _, err := r.refunds.Request(ctx, "RC-FAILMADE", "rma-f2", dec("40.01"), "returned"); !errors.Is(err, model.ErrRefundTooLarge) {
 			t.Fatalf("refund of 40.01 of the 40.00 left: %v", err)
 		}

@@ -20,8 +20,10 @@ type Timeline struct {
 	Attempts []model.AttemptChange
 	Payments []model.Payment
 	Refunds  []model.Refund
-	Events   []model.OutboxRow
-	Audit    []model.Audit
+	// RefundChanges is every recorded state change of Refunds, in order.
+	RefundChanges []model.RefundChange
+	Events        []model.OutboxRow
+	Audit         []model.Audit
 	// Recon is what reconciliation found about the order's payments and
 	// refunds.
 	Recon []dao.ReconRow
@@ -153,6 +155,9 @@ func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
 	}
 	for _, f := range t.Refunds {
 		requests = append(requests, f.OutRequestNo)
+	}
+	if t.RefundChanges, err = o.store.RefundChanges(ctx, requests); err != nil {
+		return t, err
 	}
 	if t.Recon, err = o.store.ReconItemsOf(ctx, trades, requests); err != nil {
 		return t, err
