@@ -85,9 +85,9 @@ type timelineData struct {
 
 // moment is one line of an order's story.
 type moment struct {
-	At     time.Time
-	Kind   string // order, attempt, payment, refund, event, audit
-	Title  string
+	At    time.Time
+	Kind  string // order, attempt, payment, refund, event, audit
+	Title string
 	// Detail is a sentence whose ids link to their timeline.
 	Detail []piece
 	// State is shown as a badge.
