@@ -106,7 +106,7 @@ func TestRetryRefund(t *testing.T) {
 		mustContain(t, confirm.body, "Retry refund "+f.OutRequestNo, "20.00 CNY", "ACQ.SELLER_BALANCE_NOT_ENOUGH")
 		// The order's story says how the refund ended.
 		mustContain(t, c.mustGet(t, "/console/orders/RR-1", http.StatusOK).body, "<strong>Refund failed</strong>",
-			"attempt(s): ACQ.SELLER_BALANCE_NOT_ENOUGH")
+			"</code></a>: ACQ.SELLER_BALANCE_NOT_ENOUGH</div>")
 		form := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, confirm.body)}}
 		refused(t, e, c, path, form)
 		if got := mustRefund(t, store, f.OutRequestNo); got.State != model.RefundFailed {
