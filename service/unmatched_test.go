@@ -71,6 +71,11 @@ func TestUnmatchedRecordedAndRefundedOnce(t *testing.T) {
 		if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE event_type = ?", model.EventRefunded); n != 1 {
 			t.Fatalf("%d payment.refunded events", n)
 		}
+		// A refund without an order has its history too: asked, confirmed.
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_refund_change c JOIN oms_refund f ON f.out_request_no = c.out_request_no WHERE f.trade_no = ? AND c.from_state <> c.to_state AND c.to_state IN (?, ?)",
+			tradeNo, model.RefundRefunding, model.RefundRefunded); n != 2 {
+			t.Errorf("%d changes to REFUNDING or REFUNDED of the refund of an unmatched payment, want 2", n)
+		}
 		if got, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-1"); err != nil || got.State != model.PaymentRefunded {
 			t.Fatalf("same key after the refund: %+v %v", got, err)
 		}
