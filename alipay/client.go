@@ -58,7 +58,10 @@ type Config struct {
 // Client verifies notifications for one merchant and makes outbound calls
 // through smartwalle. It is safe for concurrent use.
 type Client struct {
-	sdk        *smartwalle.Client
+	sdk *smartwalle.Client
+	// alipayKey verifies notifications: Alipay's public key, or the key of
+	// its certificate. smartwalle holds it too, for its answers to our calls.
+	alipayKey  *rsa.PublicKey
 	appID      string
 	sellerID   string
 	production bool
@@ -98,7 +101,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAppPrivateKey)
 	}
 
-	if err := loadVerifier(sdk, cfg); err != nil {
+	alipayKey, err := loadVerifier(sdk, cfg)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.AppCert != "" {
@@ -111,7 +115,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{sdk: sdk, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production}, nil
+	return &Client{sdk: sdk, alipayKey: alipayKey, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production}, nil
 }
 
 // SDK returns the smartwalle client, configured and keyed, for outbound
@@ -119,36 +123,38 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) SDK() *smartwalle.Client { return c.sdk }
 
 // loadVerifier gives sdk the one key every notification is checked with:
-// Alipay's certificate if configured, else its public key.
-func loadVerifier(sdk *smartwalle.Client, cfg Config) error {
+// Alipay's certificate if configured, else its public key. It returns that
+// key for VerifyNotification.
+func loadVerifier(sdk *smartwalle.Client, cfg Config) (*rsa.PublicKey, error) {
 	if cfg.AlipayPublicCert == "" {
 		pub, err := parsePublicKey(cfg.AlipayPublicKey)
 		if err != nil {
-			return fmt.Errorf("%s: %w", envAlipayPublicKey, err)
+			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
 		}
 		s, err := pemPKIX(pub)
 		if err == nil {
 			err = sdk.LoadAliPayPublicKey(s)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
+			return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
 		}
-		return nil
+		return pub, nil
 	}
 	certs, err := parseCerts(cfg.AlipayPublicCert)
 	if err != nil {
-		return fmt.Errorf("%s: %w", envAlipayPublicCert, err)
+		return nil, fmt.Errorf("%s: %w", envAlipayPublicCert, err)
 	}
 	// The file Alipay issues is a chain; its first certificate is Alipay's.
-	if _, ok := certs[0].PublicKey.(*rsa.PublicKey); !ok {
-		return fmt.Errorf("%s: first certificate does not hold an RSA key", envAlipayPublicCert)
+	pub, ok := certs[0].PublicKey.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("%s: first certificate does not hold an RSA key", envAlipayPublicCert)
 	}
 	// smartwalle returns nil without loading anything for a non-RSA
 	// certificate, hence the check above.
 	if err := sdk.LoadAlipayCertPublicKey(pemCert(certs[0])); err != nil {
-		return fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicCert)
+		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicCert)
 	}
-	return nil
+	return pub, nil
 }
 
 // loadAppCert loads our own certificate, whose serial outbound calls carry.

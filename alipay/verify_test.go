@@ -158,3 +158,25 @@ func TestVerifyNotificationBlankValues(t *testing.T) {
 		t.Fatalf("blank replaced by a value: %v, want ErrBadSignature", err)
 	}
 }
+
+// Alipay sorts the signed content by key; smartwalle, which verified
+// notifications before, sorted "k=v" strings. They disagree when a key is a
+// prefix of another followed by a byte below '=' ("x" and "x-1"): such a
+// notification, signed by Alipay's rule, verifies.
+func TestVerifyNotificationKeysSortAsKeys(t *testing.T) {
+	c := devClient(t)
+	form := devForm()
+	form.Set("x", "1")
+	form.Set("x-1", "2")
+	signed, err := SignForm(devKey(t, "alipay_private_key.pem"), form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyNotification(context.Background(), signed); err != nil {
+		t.Fatalf("signed by Alipay's rule, refused: %v", err)
+	}
+	signed.Set("x", "2")
+	if err := c.VerifyNotification(context.Background(), signed); !errors.Is(err, model.ErrBadSignature) {
+		t.Fatalf("altered: %v, want ErrBadSignature", err)
+	}
+}
