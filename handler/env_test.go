@@ -54,6 +54,12 @@ type server struct {
 // newServer wires handler.New as serve does, over store.
 func newServer(tb testing.TB, store *dao.Store) *server {
 	tb.Helper()
+	return newServerLogging(tb, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// newServerLogging is newServer logging to log.
+func newServerLogging(tb testing.TB, store *dao.Store, log *slog.Logger) *server {
+	tb.Helper()
 	verifier, err := alipay.New(alipay.Config{
 		AppID:           appID,
 		SellerID:        sellerID,
@@ -64,7 +70,7 @@ func newServer(tb testing.TB, store *dao.Store) *server {
 		tb.Fatalf("alipay.New: %v", err)
 	}
 	h := validated(tb, handler.New(handler.Deps{
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:      log,
 		Verifier: verifier,
 		Payments: service.NewPayments(store),
 		DB:       store,

@@ -181,6 +181,12 @@ func TestNotify(t *testing.T) {
 				return request{query: s.signedBody(t, paidInFull(sn))}
 			},
 			want: "failure", unchanged: true},
+		// As ParseForm refused it, though the query string counts for nothing.
+		{name: "QueryStringMalformed", outcome: "bad_form",
+			req: func(t *testing.T, s *server, sn string) request {
+				return request{query: "%zz", body: s.signedBody(t, paidInFull(sn))}
+			},
+			want: "failure", unchanged: true},
 		{name: "BodyOver64KiB", outcome: "bad_form", req: paid("body", strings.Repeat("x", 64<<10)), want: "failure", unchanged: true},
 		{name: "NotAForm", outcome: "bad_form",
 			req: func(t *testing.T, s *server, sn string) request {
