@@ -86,7 +86,7 @@ var layers = []layer{
 	{"encoding/json (outbox payloads, log values)", []string{"encoding/json."}},
 	{"Prometheus metrics", []string{"github.com/prometheus/"}},
 	{"regexp (request id, notification fields)", []string{"regexp."}},
-	{"form decoding (net/url)", []string{"net/url."}},
+	{"form decoding (net/url, handler.postForm)", []string{"net/url.", "paynotify/handler.postForm", "paynotify/handler.parseQuery"}},
 	{"decimal (shopspring)", []string{"github.com/shopspring/decimal"}},
 	{"gin (router, context, middleware)", []string{"github.com/gin-gonic/"}},
 	{"net/http server (request parsing, response)", []string{"net/http.", "net/textproto.", "mime."}},

@@ -212,7 +212,7 @@ func (p *profileResult) write(w io.Writer) {
 			{"go-sql-driver and below", []string{"github.com/go-sql-driver/mysql"}},
 			{"log/slog and below", []string{"log/slog."}},
 			{"encoding/json and below", []string{"encoding/json."}},
-			{"request parsing: ParseForm and below", []string{"net/http.(*Request).ParseForm"}},
+			{"request parsing: ParseForm or handler.postForm, and below", []string{"net/http.(*Request).ParseForm", "paynotify/handler.postForm"}},
 			{"system calls", []string{"syscall.", "internal/runtime/syscall."}},
 			{"allocation and GC (mallocgc, assists, background mark)", []string{"runtime.mallocgc", "runtime.gcAssistAlloc", "runtime.gcBgMarkWorker"}},
 		} {
