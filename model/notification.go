@@ -2,7 +2,7 @@ package model
 
 import (
 	"fmt"
-	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -29,16 +29,16 @@ var Beijing = time.FixedZone("CST", 8*60*60)
 // alipayTime is the layout of gmt_payment, notify_time and friends.
 const alipayTime = "2006-01-02 15:04:05"
 
-// amountPattern: positive, at most 2 decimals, fits DECIMAL(18,2).
-var amountPattern = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
+// isAmount: 1 to 16 digits, then at most 2 decimals after a dot (fits
+// DECIMAL(18,2)); ParseAmount refuses zero.
+func isAmount(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	return digits(whole, 16) && (!dot || digits(frac, 2))
+}
 
 // maxNotifyIDLen is notify_id's documented length, String(128); the column
 // holds as much.
 const maxNotifyIDLen = 128
-
-// notifyIDPattern: a notify_id is visible ASCII (Alipay sends hex), as its
-// column is.
-var notifyIDPattern = regexp.MustCompile(`^[\x21-\x7e]+$`)
 
 // earliestPayment is before any Alipay payment (Alipay opened in December
 // 2004); paymentSkew is how far gmt_payment may run ahead of our clock.
@@ -92,7 +92,7 @@ func (n Notification) IsRefund() bool {
 func ParseNotification(get func(string) string) (Notification, error) {
 	n := Notification{TradeStatus: TradeStatus(get("trade_status")),
 		RefundFee: get("refund_fee"), OutBizNo: get("out_biz_no"), GmtRefund: get("gmt_refund")}
-	if id := get("notify_id"); len(id) <= maxNotifyIDLen && notifyIDPattern.MatchString(id) {
+	if id := get("notify_id"); len(id) <= maxNotifyIDLen && visibleASCII(id) {
 		n.NotifyID = id
 	} else if id != "" {
 		n.drop("notify_id %q (%d bytes): not 1 to %d visible ASCII characters", clip(id), len(id), maxNotifyIDLen)
@@ -142,7 +142,7 @@ func (n *Notification) drop(format string, args ...any) {
 // ParseAmount parses a yuan amount as Alipay writes it ("100.00"): positive,
 // at most two decimals, never through a float.
 func ParseAmount(s string) (decimal.Decimal, error) {
-	if !amountPattern.MatchString(s) {
+	if !isAmount(s) {
 		return decimal.Decimal{}, fmt.Errorf("%q is not an amount with at most 2 decimals", clip(s))
 	}
 	d, err := decimal.NewFromString(s)
