@@ -16,36 +16,57 @@ import (
 )
 
 // Trades is what a group of notifications needs before its transaction,
-// read in one round trip without locking (TradesLookup). Rows are never
-// deleted, so what it finds stays found.
+// read without locking (TradesLookup). Rows are never deleted, so what it
+// finds stays found.
 type Trades struct {
 	// Payments are the payments already recorded, by trade_no.
 	Payments map[string]model.Payment
-	// Attempts are the payment attempts named by out_trade_no.
+	// Attempts are the payment attempts named by out_trade_no, and Orders
+	// the order ids by order_sn, for the out_trade_nos of the trades not
+	// recorded yet.
 	Attempts map[string]model.PayAttempt
-	// Orders are order ids by order_sn, for the out_trade_nos that are one.
-	Orders map[string]int64
+	Orders   map[string]int64
 }
 
 // TradesLookup is TradeLookup for many notifications at once, and resolves
-// the out_trade_nos that are order numbers to order ids as well: one
-// statement, no lock.
+// the out_trade_nos that are order numbers to order ids as well, without a
+// lock: one statement reads the payments, and a second, only if some trade
+// is not recorded yet, reads those trades' attempts and orders. A group of
+// duplicates — a resent storm — costs one statement on one table.
 func (s *Store) TradesLookup(ctx context.Context, provider model.Provider, tradeNos, outTradeNos []string) (Trades, error) {
 	t := Trades{Payments: map[string]model.Payment{}, Attempts: map[string]model.PayAttempt{}, Orders: map[string]int64{}}
-	rows, err := s.db.WithContext(ctx).Raw(`
+	err := s.scanTrades(ctx, &t, provider, `
 SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no
-  FROM oms_order_payment WHERE provider = ? AND trade_no IN ?
-UNION ALL
-SELECT 'a', out_trade_no, order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
+  FROM oms_order_payment WHERE provider = ? AND trade_no IN ?`, provider, tradeNos)
+	if err != nil {
+		return t, err
+	}
+	var missing []string
+	for i, tn := range tradeNos {
+		if _, ok := t.Payments[tn]; !ok && !slices.Contains(missing, outTradeNos[i]) {
+			missing = append(missing, outTradeNos[i])
+		}
+	}
+	if len(missing) == 0 {
+		return t, nil
+	}
+	err = s.scanTrades(ctx, &t, provider, `
+SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no
   FROM oms_pay_attempt WHERE out_trade_no IN ?
 UNION ALL
 SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
-  FROM oms_order WHERE order_sn IN ?`, provider, tradeNos, outTradeNos, outTradeNos).Rows()
+  FROM oms_order WHERE order_sn IN ?`, missing, missing)
+	return t, err
+}
+
+// scanTrades runs one of TradesLookup's statements into t.
+func (s *Store) scanTrades(ctx context.Context, t *Trades, provider model.Provider, query string, args ...any) error {
+	rows, err := s.db.WithContext(ctx).Raw(query, args...).Rows()
 	if matchesNothing(err) {
-		return t, nil
+		return nil
 	}
 	if err != nil {
-		return t, mapErr(err)
+		return mapErr(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -58,7 +79,7 @@ SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
 			paidAt                               *time.Time
 		)
 		if err := rows.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo); err != nil {
-			return t, mapErr(err)
+			return mapErr(err)
 		}
 		switch src {
 		case "p":
@@ -71,7 +92,7 @@ SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
 			t.Orders[k] = orderID.Int64
 		}
 	}
-	return t, mapErr(rows.Err())
+	return mapErr(rows.Err())
 }
 
 // UpdateOrders is UpdateOrder for a group of orders, for the notify path's

@@ -160,7 +160,8 @@ func indexOf(ss []string, s string) int {
 }
 
 // The statements of one group of first notices, pinned: one lookup for
-// all, then one transaction with one statement per table.
+// all (two statements: payments, then the attempts and orders of the
+// trades not recorded), then one transaction with one statement per table.
 func TestGroupApplySQL(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		g := newGate(t, store)
@@ -181,7 +182,7 @@ func TestGroupApplySQL(t *testing.T) {
 			}
 		}
 		w := groupSQL[store.Driver()]
-		want := []string{w.lookup, "BEGIN", w.lock, w.insertPayments, w.markOrdersPaid, sellStock3, w.insertEvents, "COMMIT"}
+		want := append(lookup3, "BEGIN", w.lock, w.insertPayments, w.markOrdersPaid, sellStock3, w.insertEvents, "COMMIT")
 		if diff := cmp.Diff(want, stmts); diff != "" {
 			t.Errorf("statements differ (-want +got):\n%s", diff)
 		}
@@ -199,7 +200,6 @@ func TestGroupApplySQL(t *testing.T) {
 // The statements of a group, as each driver renders them, for three
 // orders.
 const (
-	groupLookup = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN (?,?,?) UNION ALL SELECT 'a', out_trade_no, order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN (?,?,?) UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN (?,?,?)"
 	groupLock   = orderSelect + "id IN (?,?,?) ORDER BY id"
 	payments3   = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES (?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?) "
 	events3     = "INSERT INTO `outbox` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES (?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?)"
@@ -207,16 +207,21 @@ const (
 	sellStock3  = "UPDATE `pms_sku_stock` SET `lock_stock`=lock_stock - CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END,`modify_time`=?,`stock`=stock - CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END WHERE id IN (?,?,?)"
 )
 
-var groupSQL = map[string]struct{ lookup, lock, insertPayments, markOrdersPaid, insertEvents string }{
+// lookup3 is the group's lookup of three trades: their payments, then the
+// attempts and orders of those not recorded.
+var lookup3 = []string{
+	"SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN (?,?,?)",
+	"SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN (?,?,?) UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN (?,?,?)",
+}
+
+var groupSQL = map[string]struct{ lock, insertPayments, markOrdersPaid, insertEvents string }{
 	dao.DriverMySQL: {
-		lookup:         groupLookup,
 		lock:           groupLock + " FOR UPDATE",
 		insertPayments: payments3 + "ON DUPLICATE KEY UPDATE `provider`=`provider`",
 		markOrdersPaid: ordersPaid3,
 		insertEvents:   events3,
 	},
 	dao.DriverSQLite: {
-		lookup:         groupLookup,
 		lock:           groupLock,
 		insertPayments: payments3 + "ON CONFLICT (`provider`,`trade_no`) DO NOTHING",
 		markOrdersPaid: ordersPaid3,
