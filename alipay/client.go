@@ -61,7 +61,7 @@ type Client struct {
 	sdk *smartwalle.Client
 	// alipayKey verifies notifications: Alipay's public key, or the key of
 	// its certificate. smartwalle holds it too, for its answers to our calls.
-	alipayKey  *rsa.PublicKey
+	alipayKey  *verifier
 	appID      string
 	sellerID   string
 	production bool
@@ -124,10 +124,14 @@ func (c *Client) SDK() *smartwalle.Client { return c.sdk }
 
 // loadVerifier gives sdk the one key every notification is checked with:
 // Alipay's certificate if configured, else its public key. It returns that
-// key for VerifyNotification.
-func loadVerifier(sdk *smartwalle.Client, cfg Config) (*rsa.PublicKey, error) {
+// key, prepared, for VerifyNotification.
+func loadVerifier(sdk *smartwalle.Client, cfg Config) (*verifier, error) {
 	if cfg.AlipayPublicCert == "" {
 		pub, err := parsePublicKey(cfg.AlipayPublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
+		}
+		v, err := newVerifier(pub)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
 		}
@@ -138,7 +142,7 @@ func loadVerifier(sdk *smartwalle.Client, cfg Config) (*rsa.PublicKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
 		}
-		return pub, nil
+		return v, nil
 	}
 	certs, err := parseCerts(cfg.AlipayPublicCert)
 	if err != nil {
@@ -151,10 +155,14 @@ func loadVerifier(sdk *smartwalle.Client, cfg Config) (*rsa.PublicKey, error) {
 	}
 	// smartwalle returns nil without loading anything for a non-RSA
 	// certificate, hence the check above.
+	v, err := newVerifier(pub)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envAlipayPublicCert, err)
+	}
 	if err := sdk.LoadAlipayCertPublicKey(pemCert(certs[0])); err != nil {
 		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicCert)
 	}
-	return pub, nil
+	return v, nil
 }
 
 // loadAppCert loads our own certificate, whose serial outbound calls carry.

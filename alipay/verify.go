@@ -2,8 +2,6 @@ package alipay
 
 import (
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -27,12 +25,12 @@ const (
 // RSA2 for this app and seller. Errors wrap model.ErrBadSignature or
 // model.ErrWrongMerchant. It never goes to the network.
 //
-// It checks the signature itself, with the key loaded at start, rather than
-// through smartwalle's VerifySign: every notification pays for it, and
-// smartwalle copies the form into "k=v" strings, sorts those and takes its
-// client's lock to find the key — a third of the CPU of a duplicate's
-// verification. The rule is signContent's, Alipay's own: keys (not "k=v"
-// strings) in byte order.
+// It checks the signature itself, with the key prepared at start (see
+// verifier), rather than through smartwalle's VerifySign: every
+// notification pays for it, and smartwalle copies the form into "k=v"
+// strings, sorts those and takes its client's lock to find the key — a
+// third of the CPU of a duplicate's verification. The rule is
+// signContent's, Alipay's own: keys (not "k=v" strings) in byte order.
 func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error {
 	for k, vs := range form {
 		// The signature would cover every value while readers (Get) take
@@ -83,7 +81,7 @@ func (c *Client) verifySigned(form url.Values, sig []byte, dropBlank bool) error
 		return k == fieldCertSN || dropBlank && strings.TrimSpace(v) == ""
 	})
 	digest := sha256.Sum256(content)
-	return rsa.VerifyPKCS1v15(c.alipayKey, crypto.SHA256, digest[:], sig)
+	return c.alipayKey.verify(&digest, sig)
 }
 
 // hasBlank reports whether some value is whitespace only (but not empty).
