@@ -76,7 +76,7 @@ type layer struct {
 // I/O.
 var layers = []layer{
 	{"request ids (crypto/rand)", []string{"crypto/rand.", "crypto/internal/sysrand.", "crypto/internal/fips140/drbg."}},
-	{"RSA2 verification (crypto/*)", []string{"crypto/"}},
+	{"RSA2 verification (crypto/*, filippo.io/bigmod)", []string{"crypto/", "filippo.io/bigmod."}},
 	{"socket I/O (net → syscalls)", []string{"net."}},
 	{"service log writes (os.File → write(2))", []string{"os.(*File)."}},
 	{"MySQL driver (go-sql-driver/mysql)", []string{"github.com/go-sql-driver/mysql"}},
