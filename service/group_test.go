@@ -197,6 +197,34 @@ func TestGroupApplySQL(t *testing.T) {
 	})
 }
 
+// A group of duplicates is answered from one statement on the payments:
+// no second read, no transaction.
+func TestGroupApplyDuplicatesSQL(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		g := newGate(t, store)
+		p := service.NewPayments(store)
+		var ns []model.Notification
+		for range 3 {
+			o := mustOrder(t, store, newSN("GD-"), "1.00")
+			n := paid(o.OrderSN, "T-"+o.OrderSN, "1.00")
+			if _, outcome, err := p.Observe(ctx, n); err != nil || outcome != model.OutcomeApplied {
+				t.Fatalf("first notice: %s %v", outcome, err)
+			}
+			ns = append(ns, n)
+		}
+		first := mustOrder(t, store, newSN("GD-FIRST-"), "1.00")
+		got, stmts := inGroup(t, store, g, p, paid(first.OrderSN, "T-"+first.OrderSN, "1.00"), ns)
+		for i, o := range got {
+			if o.err != nil || o.outcome != model.OutcomeDuplicate {
+				t.Errorf("notification %d: %s %v, want duplicate", i, o.outcome, o.err)
+			}
+		}
+		if diff := cmp.Diff(lookup3[:1], stmts); diff != "" {
+			t.Errorf("statements differ (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // The statements of a group, as each driver renders them, for three
 // orders.
 const (
