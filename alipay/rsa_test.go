@@ -62,7 +62,7 @@ func TestVerifierMatchesCryptoRSA(t *testing.T) {
 			t.Fatalf("%d bits: valid signature refused: %v", pub.N.BitLen(), err)
 		}
 		other := sha256.Sum256([]byte("app_id=2021000000000000&trade_no=T2"))
-		nPlus := new(big.Int).Add(new(big.Int).SetBytes(sig), pub.N).Bytes() // sig + n: same residue, too large
+		nDigest, nPlus := nonCanonical(t, key)
 		bad := map[string]struct {
 			digest [sha256.Size]byte
 			sig    []byte
@@ -73,7 +73,7 @@ func TestVerifierMatchesCryptoRSA(t *testing.T) {
 			"empty":         {digest, nil},
 			"zero":          {digest, make([]byte, len(sig))},
 			"modulus":       {digest, pub.N.Bytes()},
-			"sig plus n":    {digest, nPlus},
+			"sig plus n":    {nDigest, nPlus},
 			"all ones":      {digest, bytesOf(0xff, len(sig))},
 			"sig of digest": {digest, digest[:]},
 		}
@@ -92,6 +92,27 @@ func TestVerifierMatchesCryptoRSA(t *testing.T) {
 	}
 }
 
+// nonCanonical returns a digest and s + n, s its valid signature, still k
+// bytes long: the same residue as s, so a verifier that reduced its input
+// mod n instead of refusing s ≥ n would accept it. A signature is below n,
+// and s + n fits in k bytes for about a third of them; 64 messages make
+// finding none a one-in-10¹¹ event.
+func nonCanonical(t *testing.T, key *rsa.PrivateKey) ([sha256.Size]byte, []byte) {
+	t.Helper()
+	for i := range 64 {
+		digest := sha256.Sum256([]byte{byte(i)})
+		sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, digest[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := new(big.Int).Add(new(big.Int).SetBytes(sig), key.N); len(s.Bytes()) == key.Size() {
+			return digest, s.Bytes()
+		}
+	}
+	t.Fatal("no signature s with s + n of k bytes in 64 tries")
+	return [sha256.Size]byte{}, nil
+}
+
 // A signature over the right digest with the wrong padding or hash
 // identifier — made with the private key, so only the encoding is wrong —
 // is refused by both.
@@ -105,12 +126,12 @@ func TestVerifierRefusesOtherEncodings(t *testing.T) {
 	k := key.Size()
 	em := encodeSHA256(k, &digest)
 	edits := map[string]func([]byte){
-		"first byte":       func(em []byte) { em[0] = 1 },
-		"block type 2":     func(em []byte) { em[1] = 2 },
-		"padding byte":     func(em []byte) { em[10] = 0xfe },
-		"no separator":     func(em []byte) { em[k-len(sha256DigestInfo)-sha256.Size-1] = 0xff },
-		"SHA-1 identifier": func(em []byte) { em[k-sha256.Size-len(sha256DigestInfo)+14] = 0x1a },
-		"digest byte":      func(em []byte) { em[k-1] ^= 1 },
+		"first byte":     func(em []byte) { em[0] = 1 },
+		"block type 2":   func(em []byte) { em[1] = 2 },
+		"padding byte":   func(em []byte) { em[10] = 0xfe },
+		"no separator":   func(em []byte) { em[k-len(sha256DigestInfo)-sha256.Size-1] = 0xff },
+		"other hash OID": func(em []byte) { em[k-sha256.Size-len(sha256DigestInfo)+14] = 0x1a },
+		"digest byte":    func(em []byte) { em[k-1] ^= 1 },
 	}
 	for name, edit := range edits {
 		m := append([]byte(nil), em...)
