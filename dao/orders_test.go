@@ -89,3 +89,62 @@ func TestUpdateOrdersLockOrder(t *testing.T) {
 		}
 	})
 }
+
+// TradesLookup finds recorded trades with one statement, and the orders
+// of the rest with a second: an out_trade_no with one trade recorded and
+// another not is resolved for the one not; an unknown one resolves to
+// nothing. A group of recorded trades costs the first statement only.
+func TestTradesLookup(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		var stmts int
+		if err := store.Trace(func(string) { stmts++ }); err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]int64{}
+		for _, sn := range []string{"LOOK-A", "LOOK-B"} {
+			o, err := store.CreateOrder(ctx, sn, 7, decimal.RequireFromString("1.00"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[sn] = o.ID
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		err := store.UpdateOrders(ctx, []int64{ids["LOOK-A"]}, func(ctx context.Context, tx *dao.OrdersTx, _ []model.Order) error {
+			_, err := tx.InsertPayments(ctx, []model.Payment{{Provider: model.ProviderAlipay, TradeNo: "T-LOOK-A", OrderID: ids["LOOK-A"],
+				OutTradeNo: "LOOK-A", Amount: decimal.RequireFromString("1.00"), State: model.PaymentApplied, PaidAt: &now}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		stmts = 0
+		got, err := store.TradesLookup(ctx, model.ProviderAlipay,
+			[]string{"T-LOOK-A", "T-LOOK-B", "T-LOOK-A2", "T-LOOK-X"}, []string{"LOOK-A", "LOOK-B", "LOOK-A", "LOOK-NONE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := got.Payments["T-LOOK-A"]; !ok || len(got.Payments) != 1 || p.OrderID != ids["LOOK-A"] || p.OutTradeNo != "LOOK-A" || !p.Amount.Equal(decimal.RequireFromString("1.00")) {
+			t.Errorf("payments %+v, want T-LOOK-A of order %d", got.Payments, ids["LOOK-A"])
+		}
+		if want := map[string]int64{"LOOK-A": ids["LOOK-A"], "LOOK-B": ids["LOOK-B"]}; len(got.Orders) != 2 || got.Orders["LOOK-A"] != want["LOOK-A"] || got.Orders["LOOK-B"] != want["LOOK-B"] {
+			t.Errorf("orders %v, want %v", got.Orders, want)
+		}
+		if len(got.Attempts) != 0 {
+			t.Errorf("attempts %v, want none", got.Attempts)
+		}
+		if stmts != 2 {
+			t.Errorf("%d statements, want 2", stmts)
+		}
+
+		stmts = 0
+		got, err = store.TradesLookup(ctx, model.ProviderAlipay, []string{"T-LOOK-A", "T-LOOK-A"}, []string{"LOOK-A", "LOOK-A"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Payments) != 1 || len(got.Orders) != 0 || stmts != 1 {
+			t.Errorf("recorded trades only: %d payments, %d orders, %d statements; want 1, 0, 1", len(got.Payments), len(got.Orders), stmts)
+		}
+	})
+}
