@@ -76,7 +76,10 @@ func migrate(ctx context.Context, env environment) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
-	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: 2})
+	// No read timeout: an ALTER of a big table may take many minutes, and
+	// cutting its connection would roll it back. Ctrl-C (the context)
+	// still ends it.
+	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: 2, IOTimeout: dao.NoIOTimeout})
 	if err != nil {
 		return err
 	}

@@ -60,10 +60,15 @@ type Options struct {
 	// IOTimeout bounds every wait on a MySQL connection that no context
 	// ends sooner — a background job's statement, say (the DSN's
 	// readTimeout and writeTimeout, unless DB_DSN sets them). Zero means
-	// 30 s. A statement, COMMIT or ROLLBACK whose context ends first is
-	// given up at once, the connection closed under it.
+	// 30 s; NoIOTimeout, none (migrations: an ALTER of a big table may run
+	// for many minutes). A statement, COMMIT or ROLLBACK whose context
+	// ends first is given up at once, the connection closed under it.
 	IOTimeout time.Duration
 }
+
+// NoIOTimeout is an Options.IOTimeout: no read or write timeout, waits
+// bounded by contexts only.
+const NoIOTimeout time.Duration = -1
 
 // Store reads and writes paynotify's tables. Its own methods are plain
 // reads and single statements; every transaction goes through an entry
@@ -149,7 +154,7 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 func MySQLDSN(dsn string) (string, error) { return mysqlDSN(dsn, 0) }
 
 // mysqlDSN is MySQLDSN with reads and writes timing out after ioTimeout
-// (zero means 30 s) unless the DSN says otherwise.
+// (zero means 30 s, NoIOTimeout never) unless the DSN says otherwise.
 func mysqlDSN(dsn string, ioTimeout time.Duration) (string, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -163,8 +168,11 @@ func mysqlDSN(dsn string, ioTimeout time.Duration) (string, error) {
 	if c.Timeout == 0 {
 		c.Timeout = 3 * time.Second
 	}
-	if ioTimeout <= 0 {
+	switch {
+	case ioTimeout == 0:
 		ioTimeout = 30 * time.Second
+	case ioTimeout < 0:
+		ioTimeout = 0 // the driver's "none"
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = ioTimeout
