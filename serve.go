@@ -258,12 +258,15 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 }
 
 // newLogger logs JSON for machines (serve) or text for people (dev).
+// The MySQL driver's own reports go to it too (driverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
+	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	driverLogger.Store(log)
+	return log
 }
 
 // consumeCmd runs the accounting consumer until SIGTERM.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -279,6 +280,21 @@ func TestSIGTERMDrainIsBoundedByTheDeadline(t *testing.T) {
 		t.Fatalf("serve still running a minute after SIGTERM\n%s", logs)
 	}
 	checkInTime(t, "the drain after SIGTERM", time.Since(sent), silentNotifyTimeout)
+	// The driver's own report of the connection cut under the COMMIT is
+	// in the JSON log, not a plain-text line beside it.
+	driver := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var entry struct{ Msg string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+		}
+		if entry.Msg == "mysql driver" {
+			driver++
+		}
+	}
+	if driver == 0 {
+		t.Errorf("no WARN from the MySQL driver about the connection cut under COMMIT in:\n%s", logs)
+	}
 	if got := <-answered; got != "failure" {
 		t.Errorf("the notification in flight at SIGTERM got %q, want failure", got)
 	}
