@@ -126,6 +126,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)
 	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
+	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	countReconciliations(reg, recon)
 	var checkout *service.Checkout
 	var locker *lock.Redis

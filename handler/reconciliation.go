@@ -60,12 +60,19 @@ func (h *Reconciliations) Detail(c *gin.Context) {
 
 // Run handles POST /admin/reconciliations/{date}/run: reconciles the date
 // now (again, if it ran before: items are recomputed, nothing repaired
-// twice) and answers the run as it ended. 409 reconciliation_running when
-// another instance holds the date. A run claimed is in admin_audit.
+// twice) and answers the run as it ended — or, for a day too big to finish
+// within the request's deadline, 202 with the run RUNNING and Location its
+// view, while it goes on. 409 reconciliation_running when another instance
+// holds the date. A run claimed is in admin_audit.
 func (h *Reconciliations) Run(c *gin.Context) {
-	run, err := h.recon.RunAsked(c.Request.Context(), c.Param("date"))
+	run, done, err := h.recon.RunAsked(c.Request.Context(), c.Param("date"))
 	if err != nil {
 		apiError(c, err)
+		return
+	}
+	if !done {
+		c.Header("Location", "/admin/reconciliations/"+run.BillDate)
+		writeJSON(c, http.StatusAccepted, newRunView(run))
 		return
 	}
 	writeJSON(c, http.StatusOK, newRunView(run))

@@ -75,7 +75,10 @@ type Reconciliations struct {
 	OnFinished func(run model.ReconRun, took time.Duration)
 	// OnItem, if set, is told of every item an attempt records.
 	OnItem func(model.ReconOutcome)
-	now    func() time.Time
+	// Background ends what RunAsked leaves running when its request ends
+	// (the service's lifetime; nil: never).
+	Background context.Context
+	now        func() time.Time
 }
 
 // NewReconciliations returns the reconciliation use cases and job.
@@ -119,18 +122,67 @@ func (r *Reconciliations) Run(ctx context.Context, date string) (model.ReconRun,
 
 // RunAsked is Run asked for through the admin API: the ask is written to
 // admin_audit as model.OperatorAdminAPI's in the transaction that claims
-// the run.
-func (r *Reconciliations) RunAsked(ctx context.Context, date string) (model.ReconRun, error) {
-	return r.run(ctx, date, true)
+// the run. It waits for the run until a second before ctx's deadline (the
+// request's); a run still going then — a big day — goes on in the
+// background, ended only by Background and kept from other instances by
+// its lease, and RunAsked returns it as claimed (RUNNING), done false.
+func (r *Reconciliations) RunAsked(ctx context.Context, date string) (run model.ReconRun, done bool, err error) {
+	c, err := r.claim(ctx, date, true)
+	if err != nil {
+		return model.ReconRun{}, false, err
+	}
+	type result struct {
+		run model.ReconRun
+		err error
+	}
+	finished := make(chan result, 1)
+	bg := r.Background
+	if bg == nil {
+		bg = context.Background()
+	}
+	go func() {
+		run, err := r.finish(bg, c)
+		finished <- result{run, err}
+	}()
+	var waited <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(max(time.Until(dl)-time.Second, 0))
+		defer t.Stop()
+		waited = t.C
+	}
+	select {
+	case res := <-finished:
+		return res.run, true, res.err
+	case <-waited:
+	case <-ctx.Done():
+	}
+	return c.run, false, nil
+}
+
+// claimed is a run claimed for one attempt.
+type claimed struct {
+	run     model.ReconRun
+	attempt int
+	day     time.Time
+	started time.Time
 }
 
 func (r *Reconciliations) run(ctx context.Context, date string, asked bool) (model.ReconRun, error) {
-	day, err := ParseBillDate(date)
+	c, err := r.claim(ctx, date, asked)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
+	return r.finish(ctx, c)
+}
+
+// claim claims date's run for an attempt of this instance.
+func (r *Reconciliations) claim(ctx context.Context, date string, asked bool) (claimed, error) {
+	day, err := ParseBillDate(date)
+	if err != nil {
+		return claimed{}, err
+	}
 	if !day.Before(r.today()) {
-		return model.ReconRun{}, fmt.Errorf("%w: %s has no bill yet (Alipay publishes a day's bill the next morning)", model.ErrInvalidRequest, date)
+		return claimed{}, fmt.Errorf("%w: %s has no bill yet (Alipay publishes a day's bill the next morning)", model.ErrInvalidRequest, date)
 	}
 	started := r.now()
 	var audit *model.Audit
@@ -141,9 +193,16 @@ func (r *Reconciliations) run(ctx context.Context, date string, asked bool) (mod
 	}
 	run, attempt, err := r.store.ClaimRun(ctx, model.ProviderAlipay, date, r.owner, started, r.Lease, audit)
 	if err != nil {
-		return model.ReconRun{}, err
+		return claimed{}, err
 	}
-	res := r.attempt(ctx, run, attempt, day)
+	return claimed{run: run, attempt: attempt, day: day, started: started}, nil
+}
+
+// finish runs a claimed attempt to its end and returns the run as it
+// ended.
+func (r *Reconciliations) finish(ctx context.Context, c claimed) (model.ReconRun, error) {
+	run, attempt, date, started := c.run, c.attempt, c.run.BillDate, c.started
+	res := r.attempt(ctx, run, attempt, c.day)
 	if res.State == model.ReconFailed {
 		r.log.Error("reconciliation failed", "bill_date", date, "attempt", attempt, "reason", res.Error)
 	}
