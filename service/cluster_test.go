@@ -101,12 +101,35 @@ func TestClusterNodeLostAndBack(t *testing.T) {
 		}
 	}
 
-	consumerLeader := func() string {
-		c, err := js.Consumer(ctx, stream, "accounting")
-		if err != nil || c.CachedInfo().Cluster == nil {
-			return ""
+	consumerInfo := func() *jetstream.ConsumerInfo {
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ictx, stream, "accounting")
+		if err != nil {
+			return nil
 		}
-		return c.CachedInfo().Cluster.Leader
+		return c.CachedInfo()
+	}
+	consumerLeader := func() string {
+		if ci := consumerInfo(); ci != nil && ci.Cluster != nil {
+			return ci.Cluster.Leader
+		}
+		return ""
+	}
+	// consumerCurrent: the consumer, too, has a leader and both other
+	// replicas caught up — else losing its leader next may leave no
+	// replica that can win an election.
+	consumerCurrent := func() bool {
+		ci := consumerInfo()
+		if ci == nil || ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 2 {
+			return false
+		}
+		for _, r := range ci.Cluster.Replicas {
+			if !r.Current || r.Offline {
+				return false
+			}
+		}
+		return true
 	}
 	streamLeader := func() string {
 		if i := info(); i != nil && i.Cluster != nil {
@@ -119,18 +142,19 @@ func TestClusterNodeLostAndBack(t *testing.T) {
 	// is down, and brings it back once another node has taken over.
 	lose := func(role string, leaderOf func() string, from, to int) {
 		t.Helper()
+		waitUntil(t, "the stream and the consumer on three current replicas", 60*time.Second, func() bool { return allCurrent() && consumerCurrent() })
 		booked := counts.booked.Load()
 		waitUntil(t, "more events are booked", 30*time.Second, func() bool { return counts.booked.Load() > booked })
 		node := cluster.Node(t, leaderOf())
 		node.Stop()
 		t.Logf("stopped %s, the %s leader, after %d bookings", node.Name(), role, counts.booked.Load())
 		pay(from, to)
-		waitUntil(t, "another node leads the "+role, 30*time.Second, func() bool {
+		waitUntil(t, "another node leads the "+role, 60*time.Second, func() bool {
 			l := leaderOf()
 			return l != "" && l != node.Name()
 		})
 		node.Start()
-		waitUntil(t, node.Name()+" caught up", 30*time.Second, allCurrent)
+		waitUntil(t, node.Name()+" caught up", 60*time.Second, func() bool { return allCurrent() && consumerCurrent() })
 	}
 
 	pay(0, n/4)
