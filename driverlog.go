@@ -32,5 +32,5 @@ func (driverLog) Print(v ...any) {
 	if log == nil {
 		log = slog.Default()
 	}
-	log.Warn("mysql driver", "detail", strings.TrimSpace(fmt.Sprint(v...)))
+	log.Warn("mysql driver", "detail", strings.TrimSpace(fmt.Sprintln(v...)))
 }

@@ -46,7 +46,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err != nil {
 		return err
 	}
-	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
+	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
 	if err != nil {
 		return err
 	}

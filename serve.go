@@ -77,8 +77,8 @@ func migrate(ctx context.Context, env environment) error {
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	// No read timeout: an ALTER of a big table may take many minutes, and
-	// cutting its connection would roll it back. Ctrl-C (the context)
-	// still ends it.
+	// a timeout would report a failure (the version unrecorded) while the
+	// server goes on with it. Ctrl-C (the context) still ends the wait.
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: 2, IOTimeout: dao.NoIOTimeout})
 	if err != nil {
 		return err

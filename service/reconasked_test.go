@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,4 +80,31 @@ func TestRunAskedOutlivesItsRequest(t *testing.T) {
 			t.Fatalf("run asked again: %+v done=%v %v; want DONE", run, done, err)
 		}
 	})
+}
+
+// A run asked for while the service stops is answered unavailable (and
+// stays RUNNING, for the next instance to take once its lease ends), not
+// as a failure.
+func TestRunAskedWhileStopping(t *testing.T) {
+	store := daotest.Open(t, dao.DriverMySQL)
+	r := newReconRig(t, store)
+	asked := make(chan struct{}, 1)
+	bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+		asked <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	rec := service.NewReconciliations(store, bills, r.payments, quietLog)
+	rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
+	lifetime, stop := context.WithCancel(ctx)
+	rec.Background = lifetime
+	go func() { <-asked; stop() }()
+	request, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, _, err := rec.RunAsked(request, reconDay); !errors.Is(err, model.ErrUnavailable) {
+		t.Fatalf("asked while stopping: %v, want ErrUnavailable", err)
+	}
+	if got, err := store.ReconRun(ctx, model.ProviderAlipay, reconDay); err != nil || got.State != model.ReconRunning {
+		t.Fatalf("run after the stop: %+v %v, want RUNNING", got, err)
+	}
 }

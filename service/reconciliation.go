@@ -135,14 +135,21 @@ func (r *Reconciliations) RunAsked(ctx context.Context, date string) (run model.
 		run model.ReconRun
 		err error
 	}
-	finished := make(chan result, 1)
+	finished, answered := make(chan result), make(chan struct{})
 	bg := r.Background
 	if bg == nil {
 		bg = context.Background()
 	}
 	go func() {
 		run, err := r.finish(bg, c)
-		finished <- result{run, err}
+		select {
+		case finished <- result{run, err}:
+		case <-answered:
+			// The request was answered RUNNING: nobody else hears of this.
+			if err != nil {
+				r.log.Error("reconciliation asked for through the admin API failed after its request", "bill_date", date, "attempt", c.attempt, "err", err)
+			}
+		}
 	}()
 	var waited <-chan time.Time
 	if dl, ok := ctx.Deadline(); ok {
@@ -152,11 +159,20 @@ func (r *Reconciliations) RunAsked(ctx context.Context, date string) (run model.
 	}
 	select {
 	case res := <-finished:
+		if res.err != nil && bg.Err() != nil {
+			// Stopped with the service: the run resumes after its lease.
+			return model.ReconRun{}, false, fmt.Errorf("%w: the service is stopping; %s is reconciled again once its lease ends", model.ErrUnavailable, date)
+		}
 		return res.run, true, res.err
 	case <-waited:
 	case <-ctx.Done():
 	}
-	return c.run, false, nil
+	close(answered)
+	// Claimed, not yet counted: the totals in the row are the last
+	// attempt's.
+	run = c.run
+	run.Bill, run.Ledger, run.Counts, run.Unresolved = model.ReconRun{}.Bill, model.ReconRun{}.Ledger, nil, 0
+	return run, false, nil
 }
 
 // claimed is a run claimed for one attempt.
