@@ -70,18 +70,11 @@ func TestClusterNodeLostAndBack(t *testing.T) {
 		}
 		return i
 	}
-	// allCurrent: a leader, and both other replicas caught up with it.
+	// allCurrent: the stream has a leader, and both other replicas caught
+	// up with it.
 	allCurrent := func() bool {
 		i := info()
-		if i == nil || i.Cluster == nil || i.Cluster.Leader == "" || len(i.Cluster.Replicas) != 2 {
-			return false
-		}
-		for _, r := range i.Cluster.Replicas {
-			if !r.Current || r.Offline {
-				return false
-			}
-		}
-		return true
+		return i != nil && threeCurrent(i.Cluster)
 	}
 	waitUntil(t, "the stream is on three current replicas", 30*time.Second, allCurrent)
 
@@ -121,15 +114,7 @@ func TestClusterNodeLostAndBack(t *testing.T) {
 	// replica that can win an election.
 	consumerCurrent := func() bool {
 		ci := consumerInfo()
-		if ci == nil || ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 2 {
-			return false
-		}
-		for _, r := range ci.Cluster.Replicas {
-			if !r.Current || r.Offline {
-				return false
-			}
-		}
-		return true
+		return ci != nil && threeCurrent(ci.Cluster)
 	}
 	streamLeader := func() string {
 		if i := info(); i != nil && i.Cluster != nil {
@@ -211,4 +196,18 @@ func TestClusterNodeLostAndBack(t *testing.T) {
 		}
 		checkTotals(t, store, total)
 	})
+}
+
+// threeCurrent reports whether a stream's or consumer's group has a leader
+// and both other replicas online and caught up with it.
+func threeCurrent(c *jetstream.ClusterInfo) bool {
+	if c == nil || c.Leader == "" || len(c.Replicas) != 2 {
+		return false
+	}
+	for _, r := range c.Replicas {
+		if !r.Current || r.Offline {
+			return false
+		}
+	}
+	return true
 }
