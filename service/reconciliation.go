@@ -117,7 +117,11 @@ func Yesterday(now time.Time) string {
 // nothing repaired). model.ErrRunBusy when another instance holds the
 // date; other errors when the database fails.
 func (r *Reconciliations) Run(ctx context.Context, date string) (model.ReconRun, error) {
-	return r.run(ctx, date, false)
+	c, err := r.claim(ctx, date, false)
+	if err != nil {
+		return model.ReconRun{}, err
+	}
+	return r.finish(ctx, c)
 }
 
 // RunAsked is Run asked for through the admin API: the ask is written to
@@ -183,15 +187,8 @@ type claimed struct {
 	started time.Time
 }
 
-func (r *Reconciliations) run(ctx context.Context, date string, asked bool) (model.ReconRun, error) {
-	c, err := r.claim(ctx, date, asked)
-	if err != nil {
-		return model.ReconRun{}, err
-	}
-	return r.finish(ctx, c)
-}
-
-// claim claims date's run for an attempt of this instance.
+// claim claims date's run for an attempt of this instance; asked, through
+// the admin API, with the ask in admin_audit.
 func (r *Reconciliations) claim(ctx context.Context, date string, asked bool) (claimed, error) {
 	day, err := ParseBillDate(date)
 	if err != nil {
