@@ -12,6 +12,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/internal/racetest"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -259,22 +260,7 @@ func TestObserveTwoTradesRaceForOneOrder(t *testing.T) {
 			}
 			for _, sn := range sns {
 				o := mustGetOrder(t, store, sn)
-				ps := mustPayments(t, store, o.ID)
-				states := map[model.PaymentState]int{}
-				applied := ""
-				for _, pay := range ps {
-					states[pay.State]++
-					if pay.State == model.PaymentApplied {
-						applied = pay.TradeNo
-					}
-					if pay.State == model.PaymentRefundPending && pay.Reason != model.RefundAlreadyPaid {
-						t.Fatalf("%s: refund reason %q", sn, pay.Reason)
-					}
-				}
-				if o.Status != model.OrderPaid || len(ps) != 2 || states[model.PaymentApplied] != 1 || states[model.PaymentRefundPending] != 1 {
-					t.Fatalf("%s: status %d, payments %v", sn, o.Status, states)
-				}
-				if applied == sn+"-a" {
+				if racetest.PaidOnce(t, sn, o, mustPayments(t, store, o.ID)) == sn+"-a" {
 					aN++
 				} else {
 					bN++
