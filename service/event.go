@@ -43,3 +43,14 @@ func paymentEvent(typ model.EventType, p model.Payment, orderSN string, now time
 		Reason: string(p.Reason), PaidAt: p.PaidAt,
 	}, now)
 }
+
+// refundEvent is refund f's event of type typ; orderSN is its order's, if
+// the caller has it at hand (a refund of an UNMATCHED payment has no
+// order: OrderID 0).
+func refundEvent(typ model.EventType, f model.Refund, orderSN string, now time.Time) (model.Event, error) {
+	return newEvent(typ, f.OrderID, model.RefundEventData{
+		OrderID: f.OrderID, OrderSN: orderSN, Provider: string(f.Provider), TradeNo: f.TradeNo,
+		OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, Kind: string(f.Kind),
+		Amount: f.Amount.StringFixed(2), Reason: f.Reason,
+	}, now)
+}

@@ -33,10 +33,7 @@ func (m *matcher) settleFailed(ctx context.Context, e model.BillEntry, f model.R
 		OutRequestNo: e.OutRequestNo, BillAmount: amountPtr(amount), LedgerAmount: amountPtr(f.Amount),
 		Detail: settledDetail}
 	note := settledNote + m.date
-	ev, err := newEvent(model.EventRefunded, f.OrderID, model.RefundEventData{
-		OrderID: f.OrderID, Provider: string(f.Provider), TradeNo: f.TradeNo, OutTradeNo: f.OutTradeNo,
-		OutRequestNo: f.OutRequestNo, Kind: string(f.Kind), Amount: f.Amount.StringFixed(2), Reason: f.Reason,
-	}, m.r.now())
+	ev, err := refundEvent(model.EventRefunded, f, "", m.r.now())
 	if err != nil {
 		return it, err
 	}

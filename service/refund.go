@@ -267,11 +267,7 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 		if to == model.RefundFailed {
 			typ = model.EventRefundFailed
 		}
-		ev, err := newEvent(typ, f.OrderID, model.RefundEventData{
-			OrderID: f.OrderID, OrderSN: order.OrderSN, Provider: string(f.Provider), TradeNo: f.TradeNo,
-			OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, Kind: string(f.Kind),
-			Amount: f.Amount.StringFixed(2), Reason: f.Reason,
-		}, r.now())
+		ev, err := refundEvent(typ, f, order.OrderSN, r.now())
 		if err != nil {
 			return err
 		}

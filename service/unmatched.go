@@ -177,10 +177,7 @@ func (r *Refunds) finishOrderless(ctx context.Context, f model.Refund, to model.
 		if _, err := tx.SetPaymentState(ctx, model.PaymentRefunding, pay); err != nil {
 			return err
 		}
-		ev, err := newEvent(typ, 0, model.RefundEventData{
-			Provider: string(f.Provider), TradeNo: f.TradeNo, OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo,
-			Kind: string(f.Kind), Amount: f.Amount.StringFixed(2), Reason: f.Reason,
-		}, r.now())
+		ev, err := refundEvent(typ, f, "", r.now())
 		if err != nil {
 			return err
 		}
