@@ -12,6 +12,7 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/internal/devkey"
 	"paynotify/model"
 )
 
@@ -37,8 +38,8 @@ func selfSignedCert(tb testing.TB, privateKey string) string {
 }
 
 func TestNewErrors(t *testing.T) {
-	appKey := devKey(t, "app_private_key.pem")
-	alipayPub := devKey(t, "alipay_public_key.pem")
+	appKey := devkey.Read(t, "app_private_key.pem")
+	alipayPub := devkey.Read(t, "alipay_public_key.pem")
 	// A key cut short: PEM armour intact, body broken. Its lines must not
 	// surface in the error.
 	truncated := appKey[:len(appKey)/2] + "\n-----END PRIVATE KEY-----\n"
@@ -63,7 +64,7 @@ func TestNewErrors(t *testing.T) {
 		{name: "PrivateKeyAsPublic", edit: func(c *Config) { c.AlipayPublicKey = appKey }, field: "ALIPAY_PUBLIC_KEY", secret: appKey},
 		{name: "GarbageAlipayCert", edit: func(c *Config) { c.AlipayPublicCert = "not a certificate" }, field: "ALIPAY_PUBLIC_CERT", secret: "not a certificate"},
 		{name: "GarbageAppCert", edit: func(c *Config) { c.AppCert = "not a certificate" }, field: "ALIPAY_APP_CERT", secret: "not a certificate"},
-		{name: "AppCertOfOtherKey", edit: func(c *Config) { c.AppCert = selfSignedCert(t, devKey(t, "alipay_private_key.pem")) }, field: "ALIPAY_APP_CERT"},
+		{name: "AppCertOfOtherKey", edit: func(c *Config) { c.AppCert = selfSignedCert(t, devkey.Read(t, "alipay_private_key.pem")) }, field: "ALIPAY_APP_CERT"},
 		{name: "GarbageRootCert", edit: func(c *Config) { c.AlipayRootCert = "not a certificate" }, field: "ALIPAY_ROOT_CERT", secret: "not a certificate"},
 	}
 	for _, tt := range tests {
@@ -99,7 +100,7 @@ func TestNewCertificateMode(t *testing.T) {
 	if s04.name == "" {
 		t.Fatal("no sample with a certificate chain")
 	}
-	appKey := devKey(t, "app_private_key.pem")
+	appKey := devkey.Read(t, "app_private_key.pem")
 	c := mustNew(t, Config{
 		AppID:            s04.form.Get("app_id"),
 		SellerID:         s04.form.Get("seller_id"),
@@ -138,8 +139,8 @@ func TestNewGateway(t *testing.T) {
 			c := mustNew(t, Config{
 				AppID:           "2021000000000001",
 				SellerID:        "2088000000000001",
-				AppPrivateKey:   devKey(t, "app_private_key.pem"),
-				AlipayPublicKey: devKey(t, "alipay_public_key.pem"),
+				AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
+				AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"),
 				Production:      tt.production,
 				SandboxGateway:  fake,
 			})

@@ -21,6 +21,3 @@ func RealSamples(tb testing.TB) []RealSample {
 	}
 	return out
 }
-
-// DevKey reads a development key from testdata/dev.
-func DevKey(tb testing.TB, name string) string { return devKey(tb, name) }

@@ -16,6 +16,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -24,7 +25,7 @@ import (
 // merchant configured with the sample's app, seller and key, holding the
 // order the sample pays, answers success and applies the payment.
 func TestRealSamplesApplyThroughTheService(t *testing.T) {
-	appKey := alipay.DevKey(t, "app_private_key.pem")
+	appKey := devkey.Read(t, "app_private_key.pem")
 	for _, s := range alipay.RealSamples(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			daotest.ForEach(t, func(t *testing.T, store *dao.Store) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"paynotify/internal/devkey"
 )
 
 // sample is one notification Alipay's servers really signed, from
@@ -97,16 +99,6 @@ func clone(form url.Values) url.Values {
 	return c
 }
 
-// devKey reads a development key from testdata/dev.
-func devKey(tb testing.TB, name string) string {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("../testdata/dev", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
-}
-
 // mustNew builds a Client or stops the test.
 func mustNew(tb testing.TB, cfg Config) *Client {
 	tb.Helper()
@@ -125,7 +117,7 @@ func sampleConfig(tb testing.TB, s sample) Config {
 	return Config{
 		AppID:           s.form.Get("app_id"),
 		SellerID:        s.form.Get("seller_id"),
-		AppPrivateKey:   devKey(tb, "app_private_key.pem"),
+		AppPrivateKey:   devkey.Read(tb, "app_private_key.pem"),
 		AlipayPublicKey: s.publicKey,
 		Production:      true,
 	}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"paynotify/internal/devkey"
 )
 
 // devForm is a notification as the stand-in Alipay in testdata/dev sends.
@@ -35,8 +37,8 @@ func devClient(tb testing.TB) *Client {
 	return mustNew(tb, Config{
 		AppID:           f.Get("app_id"),
 		SellerID:        f.Get("seller_id"),
-		AppPrivateKey:   devKey(tb, "app_private_key.pem"),
-		AlipayPublicKey: devKey(tb, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(tb, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(tb, "alipay_public_key.pem"),
 	})
 }
 
@@ -52,7 +54,7 @@ func bareBase64(pemKey string) string {
 }
 
 func TestSignFormRoundTrip(t *testing.T) {
-	alipayKey := devKey(t, "alipay_private_key.pem")
+	alipayKey := devkey.Read(t, "alipay_private_key.pem")
 	tests := []struct {
 		name string
 		key  string
@@ -62,7 +64,7 @@ func TestSignFormRoundTrip(t *testing.T) {
 		{name: "EmptyValue", key: alipayKey, edit: func(f url.Values) { f.Set("refund_fee", ""); f.Set("body", "") }},
 		{name: "RawValues", key: alipayKey, edit: func(f url.Values) { f.Set("subject", "yansongda+测试 - 1 & a=b%20") }},
 		{name: "SignTypeOverwritten", key: alipayKey, edit: func(f url.Values) { f.Set("sign_type", "RSA") }},
-		{name: "KeyPKCS8", key: devKey(t, "app_private_key.pem")},
+		{name: "KeyPKCS8", key: devkey.Read(t, "app_private_key.pem")},
 		{name: "KeyBareBase64", key: bareBase64(alipayKey)},
 		{name: "KeyEscapedNewlines", key: strings.ReplaceAll(alipayKey, "\n", `\n`)},
 	}
@@ -91,7 +93,7 @@ func TestSignFormRoundTrip(t *testing.T) {
 			c := mustNew(t, Config{
 				AppID:           f.Get("app_id"),
 				SellerID:        f.Get("seller_id"),
-				AppPrivateKey:   devKey(t, "app_private_key.pem"),
+				AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
 				AlipayPublicKey: pub,
 			})
 			if err := c.VerifyNotification(context.Background(), signed); err != nil {
@@ -104,7 +106,7 @@ func TestSignFormRoundTrip(t *testing.T) {
 // TestSignFormDevKeys pins the pairing of the committed dev keys: what the
 // stand-in Alipay signs, alipay_public_key.pem verifies.
 func TestSignFormDevKeys(t *testing.T) {
-	signed, err := SignForm(devKey(t, "alipay_private_key.pem"), devForm())
+	signed, err := SignForm(devkey.Read(t, "alipay_private_key.pem"), devForm())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestSignFormDevKeys(t *testing.T) {
 func TestSignFormRepeatedKey(t *testing.T) {
 	form := devForm()
 	form.Add("out_trade_no", "ORD-2")
-	if _, err := SignForm(devKey(t, "alipay_private_key.pem"), form); err == nil {
+	if _, err := SignForm(devkey.Read(t, "alipay_private_key.pem"), form); err == nil {
 		t.Fatal("signed a form with a repeated key")
 	}
 }
@@ -170,7 +172,7 @@ func TestSignContentRealSamples(t *testing.T) {
 }
 
 func TestPublicKeyOf(t *testing.T) {
-	got, err := PublicKeyOf(devKey(t, "alipay_private_key.pem"))
+	got, err := PublicKeyOf(devkey.Read(t, "alipay_private_key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestPublicKeyOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKey, err := parsePublicKey(devKey(t, "alipay_public_key.pem"))
+	wantKey, err := parsePublicKey(devkey.Read(t, "alipay_public_key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

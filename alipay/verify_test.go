@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"paynotify/internal/devkey"
 	"paynotify/model"
 )
 
@@ -133,7 +134,7 @@ func BenchmarkVerifyNotification(b *testing.B) {
 // changes what verifies.
 func TestVerifyNotificationBlankValues(t *testing.T) {
 	c := devClient(t)
-	key := devKey(t, "alipay_private_key.pem")
+	key := devkey.Read(t, "alipay_private_key.pem")
 
 	javaStyle, err := SignForm(key, devForm()) // signed without "body"
 	if err != nil {
@@ -168,7 +169,7 @@ func TestVerifyNotificationKeysSortAsKeys(t *testing.T) {
 	form := devForm()
 	form.Set("x", "1")
 	form.Set("x-1", "2")
-	signed, err := SignForm(devKey(t, "alipay_private_key.pem"), form)
+	signed, err := SignForm(devkey.Read(t, "alipay_private_key.pem"), form)
 	if err != nil {
 		t.Fatal(err)
 	}

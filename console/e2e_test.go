@@ -25,6 +25,7 @@ import (
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -34,15 +35,6 @@ const (
 	e2eAppID    = "2021000000000001"
 	e2eSellerID = "2088000000000001"
 )
-
-func devKey(tb testing.TB, name string) string {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "dev", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
-}
 
 // findBrowser finds headless-capable Chromium (Debian's chromium first).
 // Outside CI a missing browser skips the test, loudly; under CI it fails:
@@ -81,9 +73,9 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{store: store, signKey: devKey(t, "alipay_private_key.pem")}
+	s := &stack{store: store, signKey: devkey.Read(t, "alipay_private_key.pem")}
 	s.fake, err = fakealipay.New(fakealipay.Config{
-		AppID: e2eAppID, SellerID: e2eSellerID, PrivateKey: s.signKey, AppPublicKey: devKey(t, "app_public_key.pem"),
+		AppID: e2eAppID, SellerID: e2eSellerID, PrivateKey: s.signKey, AppPublicKey: devkey.Read(t, "app_public_key.pem"),
 		NotifyURL: "http://" + ln.Addr().String() + "/alipay/notify",
 	})
 	if err != nil {
@@ -92,8 +84,8 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 	}
 	gateway := httptest.NewServer(s.fake.Handler())
 	client, err := alipay.New(alipay.Config{
-		AppID: e2eAppID, SellerID: e2eSellerID, AppPrivateKey: devKey(t, "app_private_key.pem"),
-		AlipayPublicKey: devKey(t, "alipay_public_key.pem"), SandboxGateway: s.fake.GatewayURL(gateway.URL),
+		AppID: e2eAppID, SellerID: e2eSellerID, AppPrivateKey: devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"), SandboxGateway: s.fake.GatewayURL(gateway.URL),
 	})
 	if err != nil {
 		ln.Close()

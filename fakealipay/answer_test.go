@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"paynotify/fakealipay"
+	"paynotify/internal/devkey"
 )
 
 // TestAnswerSigned pins the wire format without smartwalle in the way:
@@ -53,7 +54,7 @@ func TestAnswerSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode([]byte(devKey(t, "alipay_public_key.pem")))
+	block, _ := pem.Decode([]byte(devkey.Read(t, "alipay_public_key.pem")))
 	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	smartwalle "github.com/smartwalle/alipay/v3"
 
 	"paynotify/fakealipay"
+	"paynotify/internal/devkey"
 )
 
 // TestFailNext pins the trap: a signed business failure comes back from
@@ -141,12 +142,12 @@ func TestUnsignedAnswers(t *testing.T) {
 // otherApp is a smartwalle client for another app id on e's gateway.
 func (e *env) otherApp(t *testing.T) *smartwalle.Client {
 	t.Helper()
-	c, err := smartwalle.New("2021000000000999", devKey(t, "app_private_key.pem"), false,
+	c, err := smartwalle.New("2021000000000999", devkey.Read(t, "app_private_key.pem"), false,
 		smartwalle.WithSandboxGateway(e.fake.GatewayURL(e.gw.URL)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.LoadAliPayPublicKey(devKey(t, "alipay_public_key.pem")); err != nil {
+	if err := c.LoadAliPayPublicKey(devkey.Read(t, "alipay_public_key.pem")); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -155,11 +156,11 @@ func (e *env) otherApp(t *testing.T) *smartwalle.Client {
 // TestCallSignature: with the app's public key configured, the fake
 // refuses a call signed with another key, in a signed 40002.
 func TestCallSignature(t *testing.T) {
-	e := newEnv(t, func(c *fakealipay.Config) { c.AppPublicKey = devKey(t, "app_public_key.pem") })
+	e := newEnv(t, func(c *fakealipay.Config) { c.AppPublicKey = devkey.Read(t, "app_public_key.pem") })
 	wantCode(t, e.precreate(t, "ORD-1", "10.00").Error, smartwalle.CodeSuccess, "")
 
 	// The stand-in Alipay key is not the app's.
-	forger := newClient(t, devKey(t, "alipay_private_key.pem"), e.fake.GatewayURL(e.gw.URL))
+	forger := newClient(t, devkey.Read(t, "alipay_private_key.pem"), e.fake.GatewayURL(e.gw.URL))
 	rsp, err := forger.SDK().TradeQuery(context.Background(), smartwalle.TradeQuery{OutTradeNo: "ORD-1"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 
 	"paynotify/alipay"
 	"paynotify/fakealipay"
+	"paynotify/internal/devkey"
 )
 
 // The development merchant of testdata/dev.
@@ -22,16 +21,6 @@ const (
 	appID    = "2021000000000001"
 	sellerID = "2088000000000001"
 )
-
-// devKey reads a development key from testdata/dev.
-func devKey(tb testing.TB, name string) string {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "dev", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
-}
 
 // env is a fake Alipay on a real HTTP server, the service's smartwalle
 // client pointed at it, and a notify endpoint that verifies as the service
@@ -48,13 +37,13 @@ type env struct {
 // newEnv starts an env; edit, if given, adjusts the fake's config.
 func newEnv(t *testing.T, edit func(*fakealipay.Config)) *env {
 	t.Helper()
-	appKey := devKey(t, "app_private_key.pem")
+	appKey := devkey.Read(t, "app_private_key.pem")
 	// Verifying never touches the gateway: the receiver's client needs none.
 	e := &env{recv: newReceiver(t, newClient(t, appKey, ""))}
 	cfg := fakealipay.Config{
 		AppID:      appID,
 		SellerID:   sellerID,
-		PrivateKey: devKey(t, "alipay_private_key.pem"),
+		PrivateKey: devkey.Read(t, "alipay_private_key.pem"),
 		NotifyURL:  e.recv.srv.URL,
 	}
 	if edit != nil {
@@ -83,7 +72,7 @@ func newClient(tb testing.TB, appKey, gateway string) *alipay.Client {
 		AppID:           appID,
 		SellerID:        sellerID,
 		AppPrivateKey:   appKey,
-		AlipayPublicKey: devKey(tb, "alipay_public_key.pem"),
+		AlipayPublicKey: devkey.Read(tb, "alipay_public_key.pem"),
 		SandboxGateway:  gateway,
 	})
 	if err != nil {

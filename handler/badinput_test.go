@@ -18,6 +18,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -57,8 +58,8 @@ func newEdge(t *testing.T, store *dao.Store, logs io.Writer) http.Handler {
 	t.Helper()
 	client, err := alipay.New(alipay.Config{
 		AppID: appID, SellerID: sellerID,
-		AppPrivateKey:   devKey(t, "app_private_key.pem"),
-		AlipayPublicKey: devKey(t, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"),
 		SandboxGateway:  "http://127.0.0.1:1/gateway.do",
 	})
 	if err != nil {
@@ -139,7 +140,7 @@ func TestRefundNoticeWithForeignOutBizNo(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		var logs logBuffer
 		h := newEdge(t, store, &logs)
-		s := &server{store: store, h: h, signKey: devKey(t, "alipay_private_key.pem")}
+		s := &server{store: store, h: h, signKey: devkey.Read(t, "alipay_private_key.pem")}
 		mustOrder(t, store, "EDGE-2", "10.00")
 		was := snapshot(t, store)
 		form := with(paidForm("EDGE-2", "T-EDGE-2", "10.00"),
@@ -172,7 +173,7 @@ func TestNotifyUnusableReferenceFieldsStillApply(t *testing.T) {
 	}
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		var logs logBuffer
-		s := &server{store: store, h: newEdge(t, store, &logs), signKey: devKey(t, "alipay_private_key.pem")}
+		s := &server{store: store, h: newEdge(t, store, &logs), signKey: devkey.Read(t, "alipay_private_key.pem")}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				sn := "REF-" + c.name

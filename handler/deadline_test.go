@@ -16,6 +16,7 @@ import (
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/service"
 )
 
@@ -27,8 +28,8 @@ func TestPayStartAnswersByTheAPIDeadline(t *testing.T) {
 	store := daotest.Open(t, dao.DriverSQLite)
 	fake, err := fakealipay.New(fakealipay.Config{
 		AppID: appID, SellerID: sellerID,
-		PrivateKey:   devKey(t, "alipay_private_key.pem"),
-		AppPublicKey: devKey(t, "app_public_key.pem"),
+		PrivateKey:   devkey.Read(t, "alipay_private_key.pem"),
+		AppPublicKey: devkey.Read(t, "app_public_key.pem"),
 		NotifyURL:    "http://127.0.0.1:1" + notifyPath,
 	})
 	if err != nil {
@@ -39,8 +40,8 @@ func TestPayStartAnswersByTheAPIDeadline(t *testing.T) {
 	t.Cleanup(gateway.Close)
 	client, err := alipay.New(alipay.Config{
 		AppID: appID, SellerID: sellerID,
-		AppPrivateKey:   devKey(t, "app_private_key.pem"),
-		AlipayPublicKey: devKey(t, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"),
 		SandboxGateway:  fake.GatewayURL(gateway.URL),
 	})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -32,16 +32,6 @@ const (
 )
 
 const notifyPath = "/alipay/notify"
-
-// devKey reads a development key from the repository's testdata/dev.
-func devKey(tb testing.TB, name string) string {
-	tb.Helper()
-	b, err := os.ReadFile("../testdata/dev/" + name)
-	if err != nil {
-		tb.Fatalf("read dev key: %v", err)
-	}
-	return string(b)
-}
 
 // server is the real HTTP surface over a real store, verifying with the
 // dev stand-in for Alipay's public key.
@@ -63,8 +53,8 @@ func newServerLogging(tb testing.TB, store *dao.Store, log *slog.Logger) *server
 	verifier, err := alipay.New(alipay.Config{
 		AppID:           appID,
 		SellerID:        sellerID,
-		AppPrivateKey:   devKey(tb, "app_private_key.pem"),
-		AlipayPublicKey: devKey(tb, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(tb, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(tb, "alipay_public_key.pem"),
 	})
 	if err != nil {
 		tb.Fatalf("alipay.New: %v", err)
@@ -76,7 +66,7 @@ func newServerLogging(tb testing.TB, store *dao.Store, log *slog.Logger) *server
 		DB:       store,
 		Registry: prometheus.NewRegistry(),
 	}))
-	return &server{store: store, h: h, signKey: devKey(tb, "alipay_private_key.pem")}
+	return &server{store: store, h: h, signKey: devkey.Read(tb, "alipay_private_key.pem")}
 }
 
 // paidForm is a TRADE_SUCCESS notification with the field set Alipay

@@ -19,6 +19,7 @@ import (
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -55,8 +56,8 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	c := &cashier{store: store, url: "http://" + ln.Addr().String()}
 	c.fake, err = fakealipay.New(fakealipay.Config{
 		AppID: appID, SellerID: sellerID,
-		PrivateKey:   devKey(t, "alipay_private_key.pem"),
-		AppPublicKey: devKey(t, "app_public_key.pem"),
+		PrivateKey:   devkey.Read(t, "alipay_private_key.pem"),
+		AppPublicKey: devkey.Read(t, "app_public_key.pem"),
 		NotifyURL:    c.url + notifyPath,
 	})
 	if err != nil {
@@ -66,8 +67,8 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	gateway := httptest.NewServer(c.fake.Handler())
 	client, err := alipay.New(alipay.Config{
 		AppID: appID, SellerID: sellerID,
-		AppPrivateKey:   devKey(t, "app_private_key.pem"),
-		AlipayPublicKey: devKey(t, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"),
 		SandboxGateway:  c.fake.GatewayURL(gateway.URL),
 	})
 	if err != nil {

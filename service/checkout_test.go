@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
 	"paynotify/handler"
+	"paynotify/internal/devkey"
 	"paynotify/lock"
 	"paynotify/lock/redistest"
 	"paynotify/model"
@@ -51,16 +50,6 @@ type rig struct {
 	notifyURL string
 }
 
-// readDevKey reads a development key from the repository's testdata/dev.
-func readDevKey(tb testing.TB, name string) string {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "dev", name))
-	if err != nil {
-		tb.Fatalf("read dev key: %v", err)
-	}
-	return string(b)
-}
-
 // newRig wires the service over store to a fresh fake Alipay.
 func newRig(t *testing.T, store *dao.Store) *rig {
 	t.Helper()
@@ -73,8 +62,8 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 	r := &rig{store: store, notifyURL: "http://" + ln.Addr().String() + "/alipay/notify"}
 	r.fake, err = fakealipay.New(fakealipay.Config{
 		AppID: rigAppID, SellerID: rigSellerID,
-		PrivateKey:   readDevKey(t, "alipay_private_key.pem"),
-		AppPublicKey: readDevKey(t, "app_public_key.pem"),
+		PrivateKey:   devkey.Read(t, "alipay_private_key.pem"),
+		AppPublicKey: devkey.Read(t, "app_public_key.pem"),
 		NotifyURL:    r.notifyURL,
 	})
 	if err != nil {
@@ -84,8 +73,8 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 	gateway := httptest.NewServer(r.fake.Handler())
 	r.gw, err = alipay.New(alipay.Config{
 		AppID: rigAppID, SellerID: rigSellerID,
-		AppPrivateKey:   readDevKey(t, "app_private_key.pem"),
-		AlipayPublicKey: readDevKey(t, "alipay_public_key.pem"),
+		AppPrivateKey:   devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"),
 		SandboxGateway:  r.fake.GatewayURL(gateway.URL),
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -62,8 +63,8 @@ func newReconRig(t *testing.T, store *dao.Store) *reconRig {
 	r := &reconRig{store: store, clock: &settable{at: bjTime(t, reconDay+" 10:00:00")}}
 	var err error
 	r.fake, err = fakealipay.New(fakealipay.Config{
-		AppID: rigAppID, SellerID: rigSellerID, PrivateKey: readDevKey(t, "alipay_private_key.pem"),
-		AppPublicKey: readDevKey(t, "app_public_key.pem"), Now: r.clock.Now,
+		AppID: rigAppID, SellerID: rigSellerID, PrivateKey: devkey.Read(t, "alipay_private_key.pem"),
+		AppPublicKey: devkey.Read(t, "app_public_key.pem"), Now: r.clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +73,8 @@ func newReconRig(t *testing.T, store *dao.Store) *reconRig {
 	t.Cleanup(gateway.Close)
 	t.Cleanup(r.fake.Close)
 	r.gw, err = alipay.New(alipay.Config{
-		AppID: rigAppID, SellerID: rigSellerID, AppPrivateKey: readDevKey(t, "app_private_key.pem"),
-		AlipayPublicKey: readDevKey(t, "alipay_public_key.pem"), SandboxGateway: r.fake.GatewayURL(gateway.URL),
+		AppID: rigAppID, SellerID: rigSellerID, AppPrivateKey: devkey.Read(t, "app_private_key.pem"),
+		AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem"), SandboxGateway: r.fake.GatewayURL(gateway.URL),
 	})
 	if err != nil {
 		t.Fatal(err)

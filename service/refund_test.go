@@ -18,6 +18,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
+	"paynotify/internal/devkey"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -376,7 +377,7 @@ func TestAfterSaleRefunds(t *testing.T) {
 			form["out_biz_no"] = []string{"UNKNOWN-REFUND"}
 			form["refund_fee"] = []string{"99.00"}
 			form["notify_id"] = []string{"hand-built-refund-notice"}
-			signed, err := alipay.SignForm(readDevKey(t, "alipay_private_key.pem"), form)
+			signed, err := alipay.SignForm(devkey.Read(t, "alipay_private_key.pem"), form)
 			if err != nil {
 				t.Fatal(err)
 			}
