@@ -31,11 +31,7 @@ func TestUpdateOrdersLockOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payment := func(orderID int64, tradeNo string) model.Payment {
-			now := time.Now().UTC().Truncate(time.Second)
-			return model.Payment{Provider: model.ProviderAlipay, TradeNo: tradeNo, OrderID: orderID, OutTradeNo: "GROUP-A",
-				Amount: decimal.RequireFromString("1.00"), State: model.PaymentApplied, PaidAt: &now}
-		}
+		payment := func(orderID int64, tradeNo string) model.Payment { return appliedPayment(orderID, "GROUP-A", tradeNo) }
 		cases := []struct {
 			name string
 			want error
@@ -109,10 +105,8 @@ func TestTradesLookup(t *testing.T) {
 			}
 			ids[sn] = o.ID
 		}
-		now := time.Now().UTC().Truncate(time.Second)
 		err := store.UpdateOrders(ctx, []int64{ids["LOOK-A"]}, func(ctx context.Context, tx *dao.OrdersTx, _ []model.Order) error {
-			_, err := tx.InsertPayments(ctx, []model.Payment{{Provider: model.ProviderAlipay, TradeNo: "T-LOOK-A", OrderID: ids["LOOK-A"],
-				OutTradeNo: "LOOK-A", Amount: decimal.RequireFromString("1.00"), State: model.PaymentApplied, PaidAt: &now}})
+			_, err := tx.InsertPayments(ctx, []model.Payment{appliedPayment(ids["LOOK-A"], "LOOK-A", "T-LOOK-A")})
 			return err
 		})
 		if err != nil {
@@ -147,4 +141,12 @@ func TestTradesLookup(t *testing.T) {
 			t.Errorf("recorded trades only: %d payments, %d orders, %d statements; want 1, 0, 1", len(got.Payments), len(got.Orders), stmts)
 		}
 	})
+}
+
+// appliedPayment is an APPLIED Alipay payment of 1.00 for order orderID,
+// paid now.
+func appliedPayment(orderID int64, outTradeNo, tradeNo string) model.Payment {
+	now := time.Now().UTC().Truncate(time.Second)
+	return model.Payment{Provider: model.ProviderAlipay, TradeNo: tradeNo, OrderID: orderID, OutTradeNo: outTradeNo,
+		Amount: decimal.RequireFromString("1.00"), State: model.PaymentApplied, PaidAt: &now}
 }

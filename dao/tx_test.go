@@ -82,11 +82,7 @@ func TestLockOrderEnforced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payment := func(orderID int64, tradeNo string) model.Payment {
-			now := time.Now().UTC().Truncate(time.Second)
-			return model.Payment{Provider: model.ProviderAlipay, TradeNo: tradeNo, OrderID: orderID, OutTradeNo: "LOCK-A",
-				Amount: decimal.RequireFromString("1.00"), State: model.PaymentApplied, PaidAt: &now}
-		}
+		payment := func(orderID int64, tradeNo string) model.Payment { return appliedPayment(orderID, "LOCK-A", tradeNo) }
 		cases := []struct {
 			name string
 			fn   func(ctx context.Context, tx *dao.OrderTx) error
