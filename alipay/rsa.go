@@ -21,6 +21,9 @@ import (
 type verifier struct {
 	n *bigmod.Modulus
 	e uint
+	// padding is what every encoded message holds before the digest
+	// (encodeSHA256's bytes but the last sha256.Size), made once.
+	padding []byte
 }
 
 // sha256DigestInfo is the DER prefix of SHA-256's DigestInfo (RFC 8017
@@ -44,7 +47,7 @@ func newVerifier(pub *rsa.PublicKey) (*verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("RSA modulus: %w", err)
 	}
-	return &verifier{n: n, e: uint(pub.E)}, nil
+	return &verifier{n: n, e: uint(pub.E), padding: encodeSHA256(n.Size(), new([sha256.Size]byte))[:n.Size()-sha256.Size]}, nil
 }
 
 // verify checks sig over a SHA-256 digest. Its only error is
@@ -58,8 +61,8 @@ func (v *verifier) verify(digest *[sha256.Size]byte, sig []byte) error {
 	if err != nil {
 		return rsa.ErrVerification
 	}
-	em := bigmod.NewNat().ExpShortVarTime(s, v.e, v.n).Bytes(v.n)
-	if !bytes.Equal(em, encodeSHA256(k, digest)) {
+	em := bigmod.NewNat().ExpShortVarTime(s, v.e, v.n).Bytes(v.n) // k bytes
+	if !bytes.Equal(em[:len(v.padding)], v.padding) || !bytes.Equal(em[len(v.padding):], digest[:]) {
 		return rsa.ErrVerification
 	}
 	return nil
