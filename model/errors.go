@@ -19,7 +19,9 @@ var (
 	// ErrRetryable: a deadlock or lock-wait timeout; the transaction was
 	// rolled back and may be run again.
 	ErrRetryable = errors.New("transaction conflict, retry")
-	// ErrUnavailable: the database did not answer in time.
+	// ErrUnavailable: the database did not answer in time, or answered that
+	// it cannot serve now (a Galera node not in the Primary component,
+	// read-only, shutting down).
 	ErrUnavailable = errors.New("database unavailable")
 	// ErrBusy: the notify queue is full; Alipay resends later.
 	ErrBusy = errors.New("too many notifications waiting")
