@@ -25,7 +25,8 @@ var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefund
 //	payment.refunded (console)      the same, or refunds_payable without an order
 //	payment.unmatched               debit alipay_clearing / credit refunds_payable
 //	payment.fees_booked             debit fee_expense     / credit alipay_clearing
-//	                                (the other way round for fees given back)
+//	                                (the other way round for fees given back;
+//	                                WeChat Pay's fees against wechatpay_clearing)
 type Accounting struct {
 	store *dao.Store
 	// OnBooked, if set, is told whether each event was booked or was a
@@ -99,7 +100,8 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountFeeExpense, model.AccountAlipayClearing
+		// The fee was taken from the money the provider holds for us.
+		debit, credit = model.AccountFeeExpense, model.ClearingAccount(model.Provider(d.Provider))
 		fee, err := decimal.NewFromString(d.Amount)
 		if err != nil {
 			return nil, fmt.Errorf("event %s: amount %q", ev.ID, d.Amount)
