@@ -260,6 +260,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	for _, row := range errorTable {
 		if errors.Is(err, row.err) {
 			msg := row.msg
+			if row.status >= http.StatusInternalServerError {
+				c.d.Log.Warn("console request failed", "path", r.URL.Path, "err", err)
+			}
 			if msg == "" {
 				msg = err.Error()
 			}
@@ -290,7 +293,7 @@ var errorTable = []struct {
 	{model.ErrRefundTooLarge, http.StatusUnprocessableEntity, ""},
 	{model.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, ""},
 	{model.ErrRetryable, http.StatusConflict, "Someone else was changing the same order. Try again."},
-	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database did not answer in time. Try again."},
+	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database is unavailable. Try again."},
 }
 
 // randomToken is 32 random bytes, hex.

@@ -16,9 +16,10 @@ import (
 	"paynotify/service"
 )
 
-// Pinger reports whether the database answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
+// Readiness reports whether the database can serve requests now (see
+// dao.Store.Ready).
+type Readiness interface {
+	Ready(ctx context.Context) error
 }
 
 // Deps is what the HTTP surface needs.
@@ -41,7 +42,7 @@ type Deps struct {
 	// Reconciliations, if set, serves the reconciliation views under
 	// /admin.
 	Reconciliations *service.Reconciliations
-	DB              Pinger
+	DB              Readiness
 	Registry        *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
@@ -114,7 +115,7 @@ func New(d Deps) http.Handler {
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
-		if err := d.DB.Ping(ctx); err != nil {
+		if err := d.DB.Ready(ctx); err != nil {
 			logger(c).Warn("not ready", "err", err)
 			c.String(http.StatusServiceUnavailable, "database unreachable")
 			return
