@@ -91,7 +91,11 @@ func New(d Deps) http.Handler {
 		admin.GET("/orders/:sn/refunds", a.Refunds)
 		if d.Refunds != nil {
 			admin.POST("/orders/:sn/refunds", a.Refund)
-			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
 		}
 		if d.Reconciliations != nil {
 			h := &Reconciliations{recon: d.Reconciliations}
