@@ -179,11 +179,13 @@ func (c *Client) transactionTotal(ctx context.Context, transactionID string) (in
 	return *t.Amount.Total, nil
 }
 
-// TradeBill is not served yet: reading WeChat Pay's bill (wechatpay/bill)
-// is another engineer's part. The link and the checked download are
-// Client.TradeBill and Client.DownloadBill.
+// TradeBill is Client.TradeBill as the service reads a bill.
 func (p *Provider) TradeBill(ctx context.Context, day time.Time) (model.Bill, error) {
-	return nil, fmt.Errorf("%w: reading WeChat Pay's trade bill is not built yet", model.ErrGatewayUnknown)
+	b, err := p.Client.TradeBill(ctx, day)
+	if err != nil {
+		return nil, err // never a nil *Bill in a non-nil interface
+	}
+	return b, nil
 }
 
 // Notice verifies a notification (VerifyNotification) and says it in the

@@ -84,3 +84,25 @@ func TestProvider(t *testing.T) {
 		}
 	})
 }
+
+func TestProviderTradeBill(t *testing.T) {
+	e := newEnv(t, nil)
+	p := wechatpay.NewProvider(e.client, e.recv.srv.URL)
+	ctx := context.Background()
+	if _, err := p.TradeBill(ctx, time.Now()); !errors.Is(err, model.ErrNoBill) {
+		t.Fatalf("a day without trades: %v, want ErrNoBill", err)
+	}
+	e.paidTrade(t, "DEMO-9101", 1234)
+	b, err := p.TradeBill(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var got []model.BillEntry
+	if err := b.Entries(func(x model.BillEntry) error { got = append(got, x); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].OutTradeNo != "DEMO-9101" || !got[0].Amount.Equal(decimal.RequireFromString("12.34")) {
+		t.Fatalf("entries %+v", got)
+	}
+}
