@@ -260,3 +260,29 @@ func TestCommandsListed(t *testing.T) {
 		t.Errorf("usage lists %v, the tests cover %v", listed, commands)
 	}
 }
+
+// A value a command cannot use is refused as loudly as an unknown flag:
+// exit 2 with the problem and the usage on stderr, never a silent exit.
+func TestCommandRefusesBadValues(t *testing.T) {
+	for _, bad := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{args: []string{"reconcile", "-date", "30/11/2026"}, want: `-date "30/11/2026": want a day as yyyy-MM-dd`},
+		{args: []string{"reconcile", "-date", "2026-02-30"}, want: `-date "2026-02-30"`},
+	} {
+		t.Run(strings.Join(bad.args, "_"), func(t *testing.T) {
+			err, _, stderr, touched := runCommand(t, bad.args...)
+			var errOut bytes.Buffer
+			if code := exitCode(err, &errOut); code != 2 {
+				t.Fatalf("%v: err %v, exit %d; want exit 2\n%s%s", bad.args, err, code, stderr, errOut.String())
+			}
+			if !strings.Contains(stderr+errOut.String(), bad.want) || !strings.Contains(stderr, "usage: paynotify "+bad.args[0]) {
+				t.Errorf("%v: stderr does not name the problem and show the usage:\n%s%s", bad.args, stderr, errOut.String())
+			}
+			if touched {
+				t.Errorf("%v created the database", bad.args)
+			}
+		})
+	}
+}

@@ -34,7 +34,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		*date = service.Yesterday(time.Now())
 	}
 	if _, err := service.ParseBillDate(*date); err != nil {
-		return usageError{fmt.Errorf("reconcile: -date %q: want yyyy-MM-dd", *date)}
+		return refuseUsage(fs, env, fmt.Errorf("-date %q: want a day as yyyy-MM-dd, such as 2026-11-30", *date))
 	}
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := cfg.Alipay(devKeys())

@@ -29,7 +29,7 @@ form, ready for curl --data @-. The default key is the development
 // curl --data @-.
 func sign(env environment) error {
 	flags := newFlags("sign", signUsage)
-	keyFile := flags.String("key", "testdata/dev/alipay_private_key.pem", "private key that signs (PEM or bare base64)")
+	keyFile := flags.String("key", "", "private key that signs (PEM or bare base64; default: the development \"Alipay\" key, built in)")
 	var sets setFlags
 	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned)")
 	if err := parseFlags(flags, env, 1); err != nil {
@@ -59,11 +59,15 @@ func sign(env environment) error {
 		}
 		form.Set(k, v)
 	}
-	key, err := os.ReadFile(*keyFile)
-	if err != nil {
-		return err
+	key := devKey("alipay_private_key.pem") // built in: sign works from any directory
+	if *keyFile != "" {
+		b, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return err
+		}
+		key = string(b)
 	}
-	signed, err := alipay.SignForm(string(key), form)
+	signed, err := alipay.SignForm(key, form)
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,27 @@ func TestSign(t *testing.T) {
 	})
 }
 
+// sign works from any directory, as the docs' examples use it: the
+// development key is built in, not a path relative to the repository.
+func TestSignFromAnotherDirectory(t *testing.T) {
+	raw, err := os.ReadFile("testdata/notify/pay_demo_1001.form")
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := filepath.Join(t.TempDir(), "pay.form")
+	if err := os.WriteFile(form, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	out, err := runSign(t, "", "-set", "trade_no=2026113022001400000000000009", form)
+	if err != nil {
+		t.Fatalf("sign outside the repository: %v", err)
+	}
+	if err := verifier(t, devKey("alipay_public_key.pem")).VerifyNotification(context.Background(), parseSigned(t, out)); err != nil {
+		t.Fatalf("signed outside the repository, does not verify: %v", err)
+	}
+}
+
 // What sign cannot do it says, and prints nothing.
 func TestSignRefuses(t *testing.T) {
 	const file = "testdata/notify/pay_demo_1001.form"
