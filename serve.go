@@ -261,13 +261,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 // newLogger logs JSON for machines (serve) or text for people (dev).
 // The MySQL driver's own reports go to it too (driverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
 	driverLogger.Store(log)
 	return log
+}
+
+// readableDuration logs a duration as people write it ("30m0s"), where
+// slog's JSON handler would write nanoseconds (1800000000000).
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // consumeCmd runs the accounting consumer until SIGTERM.
