@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"paynotify/dao"
 	"paynotify/model"
 )
@@ -284,5 +286,37 @@ func TestCommandRefusesBadValues(t *testing.T) {
 				t.Errorf("%v created the database", bad.args)
 			}
 		})
+	}
+}
+
+// dev's start-up says what is true of dev: the order count of the database
+// it runs on (with -keep, the kept orders too), and no advice to run
+// paynotify reconcile from cron, which refuses the development keys.
+func TestDevStartupWords(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	t.Run("Fresh", func(t *testing.T) { // stopped when it ends
+		_, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+		if !strings.Contains(logs.String(), "orders=4 ") {
+			t.Errorf("a fresh dev does not log its 4 demo orders:\n%s", logs)
+		}
+	})
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateOrder(context.Background(), "KEPT-1", 1, decimal.RequireFromString("1.00")); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	_, logs := start(t, []string{"dev", "-db", db, "-keep"}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	if !strings.Contains(logs.String(), "orders=5 ") || !strings.Contains(logs.String(), "kept=true") {
+		t.Errorf("dev -keep does not log the 5 orders it kept:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "cron") {
+		t.Errorf("dev advises cron, whose paynotify reconcile refuses the development keys:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "/admin/reconciliations/{date}/run") {
+		t.Errorf("dev does not say how to reconcile a day:\n%s", logs)
 	}
 }

@@ -105,6 +105,11 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// dev is paynotify dev: what it says at start fits the development keys.
+	dev bool
+	// manualRefunds leaves payments owed back to an operator (dev
+	// -manual-refunds): the refund worker does not take them.
+	manualRefunds bool
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -125,6 +130,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	countGroups(reg, payments)
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)
+	refunds.LeavePending = a.manualRefunds
 	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	countReconciliations(reg, recon)
@@ -196,6 +202,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if at, on, _ := cfg.ReconTime(); on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())
+	} else if a.dev {
+		// paynotify reconcile refuses the development keys, as serve does.
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}

@@ -147,7 +147,8 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.State != model.PaymentRefundPending && p.State != model.PaymentUnmatched {
-		c.fail(w, r, errors.Join(model.ErrNotActionable, errors.New("payment "+p.TradeNo+" is "+string(p.State)+", not owed back")))
+		c.failAbout(w, r, errors.Join(model.ErrNotActionable, errors.New("payment "+p.TradeNo+" is "+string(p.State)+", not owed back")),
+			payLink(p.TradeNo), "the payment")
 		return
 	}
 	why, order := string(p.Reason), p.OrderSN
@@ -176,6 +177,10 @@ func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
 		_, err = c.d.Refunds.RefundUnmatchedAs(r.Context(), act(r), tradeNo)
 	} else {
 		_, err = c.d.Refunds.RefundPayment(r.Context(), act(r), tradeNo)
+	}
+	if err != nil && !errors.Is(err, model.ErrAlreadyDone) {
+		c.failAbout(w, r, err, payLink(tradeNo), "the payment")
+		return
 	}
 	c.done(w, r, err, payLink(tradeNo), "refunded")
 }

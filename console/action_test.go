@@ -329,7 +329,10 @@ func TestRefundPaymentNow(t *testing.T) {
 		if len(rows) != 1 || rows[0].TargetID != "T-RP-2" || rows[0].Note != "buyer paid twice" {
 			t.Fatalf("audit: %+v", rows)
 		}
-		c.mustGet(t, path, http.StatusConflict) // no longer owed back
+		// No longer owed back: the 409 links back to the payment.
+		if r := c.mustGet(t, path, http.StatusConflict); !strings.Contains(r.body, `href="/console/payments/T-RP-2"`) {
+			t.Errorf("the 409 does not link to the payment:\n%s", r.body)
+		}
 		c.mustGet(t, "/console/payments/T-RP-1/refund", http.StatusConflict)
 	})
 }

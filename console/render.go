@@ -247,6 +247,9 @@ type statusData struct {
 	page
 	Code    int
 	Message string
+	// Back, if set, is the page the failed action was about (BackTo names
+	// it), linked besides the overview.
+	Back, BackTo string
 }
 
 // status shows a short message page.
@@ -257,13 +260,20 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request, code int, msg s
 // fail answers an error: domain errors with their own words, anything
 // else logged once and shown as an internal error.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.failAbout(w, r, err, "", "")
+}
+
+// failAbout is fail with a link back to the page the action was about
+// (back, named by backTo: "the payment").
+func (c *Console) failAbout(w http.ResponseWriter, r *http.Request, err error, back, backTo string) {
 	for _, row := range errorTable {
 		if errors.Is(err, row.err) {
 			msg := row.msg
 			if msg == "" {
 				msg = err.Error()
 			}
-			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg})
+			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg,
+				Back: back, BackTo: backTo})
 			return
 		}
 	}
