@@ -3,6 +3,7 @@ module paynotify
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	filippo.io/bigmod v0.1.0
 	github.com/bsm/redislock v0.9.4
 	github.com/caarlos0/env/v11 v11.4.2
