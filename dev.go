@@ -256,8 +256,8 @@ func dev(ctx context.Context, env environment) error {
 	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token, login)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln, dev: true,
 		manualRefunds: *manualRefunds,
-		verifier: devVerifier{client: client, fake: fake},
-		mounts:   map[string]http.Handler{devFakePrefix: fake.Handler()}})
+		verifier:      devVerifier{client: client, fake: fake},
+		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()}})
 }
 
 // devBanner is what dev prints for a newcomer to paste: base URL, admin
