@@ -22,6 +22,7 @@ import (
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/lock"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -128,10 +129,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	payments := service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
 	payments.OnUnmatched = countUnmatched(reg, log)
 	countGroups(reg, payments)
-	refunds := service.NewRefunds(store, a.alipay, log)
+	// Payment Providers: one adapter per provider configured, by name.
+	providers := service.Providers{
+		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	}
+	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
 	refunds.LeavePending = a.manualRefunds
-	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
+	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	countReconciliations(reg, recon)
 	var checkout *service.Checkout
@@ -147,8 +152,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		} else {
 			log.Warn("REDIS_ADDR not set: payment starts are guarded in-process and by the database only")
 		}
-		checkout = service.NewCheckout(store, a.alipay, payments, l, log,
-			strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
 	var verifier handler.Verifier = a.alipay
@@ -196,7 +200,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		mux.Handle("/", h)
 		h = mux
 	}
-	reconciler := service.NewReconciler(store, a.alipay, payments, log)
+	reconciler := service.NewReconciler(store, providers, payments, log)
 	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
 	if at, on, _ := cfg.ReconTime(); on {

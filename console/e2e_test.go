@@ -93,7 +93,7 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 		t.Fatal(err)
 	}
 	payments := service.NewPayments(store)
-	s.refunds = service.NewRefunds(store, client, log)
+	s.refunds = service.NewRefunds(store, service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}, log)
 	ops := service.NewOps(store)
 	reg := prometheus.NewRegistry()
 	c, err := console.New(console.Deps{Log: log, Ops: ops, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
