@@ -114,7 +114,7 @@ func TestCommandRefusesUnknownFlags(t *testing.T) {
 func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-	body, err := os.ReadFile(filepath.Join("testdata", "notify", "pay_demo_1001.form"))
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "01_pay_demo_1001.form"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestDevListenAddr(t *testing.T) {
 // DEMO-1004 first: paid, or refunded — never REFUND_FAILED with an ERROR
 // in the log, as when the fake Alipay knew only the replay files' trades.
 func TestDevSignExample(t *testing.T) {
-	readmeArgs := []string{"sign", "-set", "trade_no=2026113022001400000000000009", "testdata/notify/pay_demo_1004.form"}
+	readmeArgs := []string{"sign", "-set", "trade_no=2026113022001400000000000009", "testdata/notify/11_pay_demo_1004.form"}
 	for _, c := range []struct {
 		name       string
 		replayAll  bool

@@ -280,7 +280,7 @@ paynotify dev is up at %[1]s
     sign in as %[4]s
 
   Replay a signed Alipay notification (QA files in testdata/notify/):
-    curl --data @testdata/notify/pay_demo_1001.form %[1]s/alipay/notify
+    curl --data @testdata/notify/01_pay_demo_1001.form %[1]s/alipay/notify
 
   Place an order as demo member 1 (alice: 5000 points, coupon 1 worth 20.00; SKUs 1-3):
     TOKEN=%[3]s
