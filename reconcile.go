@@ -9,6 +9,7 @@ import (
 	"paynotify/alipay"
 	"paynotify/config"
 	"paynotify/dao"
+	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -66,7 +67,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 func reportRun(env environment, run model.ReconRun) error {
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(run); err != nil {
+	if err := enc.Encode(handler.NewRunView(run)); err != nil { // the admin API's shape
 		return err
 	}
 	switch {
