@@ -58,12 +58,37 @@ var funcs = template.FuncMap{
 	"orderLink": orderLink,
 	"payLink":   payLink,
 	"status":    func(s model.OrderStatus) string { return s.String() },
-	"outcome":   func(p model.Payment) string { return string(model.OutcomeOf(p.State, p.Reason)) },
+	"outcome":   func(p model.Payment) string { return label(model.OutcomeOf(p.State, p.Reason)) },
 	"lower":     strings.ToLower,
+	"label":     label,
 	"add":       func(a, b int) int { return a + b },
 	"sub":       func(a, b int) int { return a - b },
 	"dict":      dict,
 	"keySuffix": keySuffix,
+}
+
+// labels are the words a page shows for a state, a decision or an
+// outcome; the enum itself stays in the badge's title, as the API and the
+// logs write it.
+var labels = map[string]string{
+	"REFUND_PENDING":           "owed back",
+	"refund_pending":           "owed back",
+	"REFUND_FAILED":            "refund failed",
+	"UNMATCHED":                "unmatched (no order)",
+	"unmatched":                "unmatched (no order)",
+	"AWAITING_PAYMENT":         "awaiting payment",
+	"MISSING_AT_ALIPAY":        "missing at Alipay",
+	"REFUND_MISSING_AT_ALIPAY": "refund missing at Alipay",
+}
+
+// label is how a page says v (a state, a decision, an outcome): its words
+// from labels, or the enum in lower case, in words.
+func label(v any) string {
+	s := fmt.Sprint(v)
+	if l, ok := labels[s]; ok {
+		return l
+	}
+	return strings.ReplaceAll(strings.ToLower(s), "_", " ")
 }
 
 // keySuffix makes one form's key out of its page's: a page with a form
