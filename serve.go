@@ -24,6 +24,7 @@ import (
 	"paynotify/lock"
 	"paynotify/model"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
 // serve runs the service as an operator deploys it.
@@ -51,6 +52,7 @@ func serve(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
+	warnAuditGrants(ctx, log, store)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
 }
 
@@ -89,7 +91,23 @@ func migrate(ctx context.Context, env environment) error {
 		return err
 	}
 	log.Info("migrations applied", "db_driver", cfg.DBDriver)
+	warnAuditGrants(ctx, log, store)
 	return nil
+}
+
+// auditGrants is what serve's database user needs, and all it should hold.
+const auditGrants = "GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.* TO <serve's user> (docs/production.md)"
+
+// warnAuditGrants says so when the store's user could TRUNCATE admin_audit
+// (it holds DROP): migrate's user needs DROP, serve's must not have it.
+func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
+	can, err := store.CanTruncateAudit(ctx)
+	switch {
+	case err != nil:
+		log.Warn("could not read this database user's grants; serve's user needs only "+auditGrants, "err", err)
+	case can:
+		log.Warn("this database user holds DROP and could TRUNCATE admin_audit: if serve runs as this user, give it only " + auditGrants)
+	}
 }
 
 // app is what listenAndServe runs.
@@ -111,6 +129,12 @@ type app struct {
 	// manualRefunds leaves payments owed back to an operator (dev
 	// -manual-refunds): the refund worker does not take them.
 	manualRefunds bool
+	// wechatpay, if set, is the WeChat Pay provider: payments through it,
+	// its jobs and POST /wechatpay/notify.
+	wechatpay *wechatpay.Provider
+	// weChatNotice, if set, checks WeChat Pay's notifications instead of
+	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	weChatNotice handler.WeChatPayVerifier
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -132,6 +156,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	// Payment Providers: one adapter per provider configured, by name.
 	providers := service.Providers{
 		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	}
+	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
+	if a.wechatpay != nil {
+		providers[model.ProviderWechatpay] = a.wechatpay
+		weChat = a.wechatpay
+		if a.weChatNotice != nil {
+			weChat = a.weChatNotice
+		}
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
@@ -178,6 +210,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	h := handler.New(handler.Deps{
 		Log:             log,
 		Verifier:        verifier,
+		WeChatPay:       weChat,
 		Payments:        payments,
 		Orders:          service.NewOrders(store),
 		Checkout:        checkout,

@@ -60,7 +60,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, orderLink(found.OrderSN), http.StatusSeeOther)
 		return
 	case found.Payment != nil:
-		http.Redirect(w, r, payLink(found.Payment.TradeNo), http.StatusSeeOther)
+		http.Redirect(w, r, payLink(found.Payment.Provider, found.Payment.TradeNo), http.StatusSeeOther)
 		return
 	}
 	d.MemberID, d.Orders = found.MemberID, found.Orders
@@ -131,13 +131,13 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		}
 	}
 	for _, p := range t.Payments {
-		detail := say("trade_no ", tradeRef(p.TradeNo), ", "+money(p.Amount))
+		detail := say(p.Provider.Name()+" trade_no ", tradeRef(p.Provider, p.TradeNo), ", "+money(p.Amount))
 		if p.Reason != model.RefundNone {
 			detail = append(detail, say(", reason "+string(p.Reason))...)
 		}
 		if p.PaidAt != nil {
 			// No-break spaces: a date never wraps inside itself.
-			detail = append(detail, say(", paid at Alipay "+p.PaidAt.In(loc).Format("2006-01-02\u00a015:04:05\u00a0MST"))...)
+			detail = append(detail, say(", paid at "+p.Provider.Name()+" "+p.PaidAt.In(loc).Format("2006-01-02\u00a015:04:05\u00a0MST"))...)
 		}
 		// The title says what was decided when it came; the badge, where
 		// the payment is now ("now refunded").
@@ -210,7 +210,7 @@ func eventDetail(ev model.Event) []piece {
 		val := any(fmt.Sprint(v))
 		switch k {
 		case "trade_no":
-			val = tradeRef(fmt.Sprint(v))
+			val = searchRef(fmt.Sprint(v)) // the audit row names no provider: the search finds it
 		case "out_request_no", "out_trade_no":
 			val = searchRef(fmt.Sprint(v))
 		}
@@ -227,7 +227,7 @@ type paymentData struct {
 
 // payment shows a payment that has no order to show it with.
 func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
-	p, audit, err := c.d.Ops.Payment(r.Context(), r.PathValue("trade_no"))
+	p, audit, err := c.d.Ops.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -117,7 +117,7 @@ type Server struct {
 	copies   int
 	inflight int
 	seq      int
-	bills    map[string]billFile // by token
+	bill     billState
 }
 
 // New checks cfg and returns a fake with no trades.
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, aead: aead, client: cfg.HTTPClient, now: cfg.Now, resends: cfg.Resends,
 		byOut: make(map[string]*Trade), byPrepay: make(map[string]*Trade), refunds: make(map[string]*Refund),
-		calls: make(map[string]int), faults: make(map[string][]*fault), bills: make(map[string]billFile),
+		calls: make(map[string]int), faults: make(map[string][]*fault),
 	}
 	if cfg.PrivateKey != "" {
 		key, err := wechatpay.ParsePrivateKey(cfg.PrivateKey)
@@ -191,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/pay/transactions/{method}", s.api("pay", s.prepay))
 	mux.HandleFunc("GET /v3/pay/transactions/out-trade-no/{out_trade_no}", s.api("query", s.query))
+	mux.HandleFunc("GET /v3/pay/transactions/id/{transaction_id}", s.api("query", s.queryByID))
 	mux.HandleFunc("POST /v3/pay/transactions/out-trade-no/{out_trade_no}/close", s.api("close", s.close))
 	mux.HandleFunc("POST /v3/refund/domestic/refunds", s.api("refund", s.refund))
 	mux.HandleFunc("GET /v3/refund/domestic/refunds/{out_refund_no}", s.api("refund query", s.refundQuery))

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/shopspring/decimal"
 
 	"paynotify/model"
 	"paynotify/service"
@@ -32,6 +31,8 @@ func (p *Pay) Start(c *gin.Context) {
 		// Provider absent is Alipay, as before WeChat Pay.
 		Provider string          `json:"provider"`
 		Method   model.PayMethod `json:"method"`
+		// OpenID is the payer's, for WeChat Pay's jsapi.
+		OpenID string `json:"openid"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		apiError(c, err)
@@ -45,7 +46,13 @@ func (p *Pay) Start(c *gin.Context) {
 			return
 		}
 	}
-	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, provider, req.Method)
+	if req.Method == model.PayJSAPI && req.OpenID == "" {
+		apiError(c, fmt.Errorf("%w: openid is required for jsapi (the payer's, in our official account or mini program)", model.ErrInvalidRequest))
+		return
+	}
+	// h5: WeChat Pay wants the IP of the phone that pays.
+	payer := model.Payer{OpenID: req.OpenID, IP: c.ClientIP()}
+	v, err := p.checkout.StartFor(c.Request.Context(), member(c), sn, provider, req.Method, payer)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -85,13 +92,9 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	if len(req.Reason) > 200 {
-		apiError(c, fmt.Errorf("%w: reason: at most 200 bytes", model.ErrInvalidRequest))
-		return
-	}
-	amount, err := decimal.NewFromString(req.Amount)
+	amount, err := model.ParseAmount(req.Amount)
 	if err != nil {
-		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))
+		apiError(c, fmt.Errorf("%w: amount: %v", model.ErrInvalidRequest, err))
 		return
 	}
 	f, err := a.refunds.Request(c.Request.Context(), sn, c.GetHeader("Idempotency-Key"), amount, req.Reason)

@@ -112,7 +112,7 @@ func TestRefundsLeavePending(t *testing.T) {
 			t.Fatalf("after a round the payment is %s, want REFUND_PENDING (left to the operator)", ps[0].State)
 		}
 		act := model.Act{Operator: "alice", Key: "queue-form-0000001"}
-		if _, err := r.refunds.RefundPayment(ctx, act, ps[0].TradeNo); err != nil {
+		if _, err := r.refunds.RefundPayment(ctx, act, ps[0].Provider, ps[0].TradeNo); err != nil {
 			t.Fatalf("RefundPayment: %v", err)
 		}
 		if n, err := r.refunds.RunOnce(ctx); err != nil || n != 1 {
