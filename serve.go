@@ -35,7 +35,8 @@ func serve(ctx context.Context, env environment) error {
 	// Every problem at once: the general settings' and Alipay's.
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := cfg.Alipay(devKeys())
-	if err := config.Join(err, aerr); err != nil {
+	wcfg, weChatOn, werr := cfg.WeChatPayClient(devKeys())
+	if err := config.Join(err, aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
@@ -43,6 +44,14 @@ func serve(ctx context.Context, env environment) error {
 	client, err := alipay.New(acfg)
 	if err != nil {
 		return err
+	}
+	var weChat *wechatpay.Provider
+	if weChatOn {
+		wc, err := wechatpay.New(wcfg)
+		if err != nil {
+			return err
+		}
+		weChat = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -53,7 +62,7 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	warnAuditGrants(ctx, log, store)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, wechatpay: weChat})
 }
 
 // schemaCurrent refuses a database whose schema is behind this binary:
@@ -229,6 +238,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	reconciler := service.NewReconciler(store, providers, payments, log)
 	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	if a.wechatpay != nil && cfg.WeChatPay.JobsInterval > 0 {
+		// One query, close and refund job serves every provider: it runs
+		// as often as the most eager asks.
+		iv := min(cfg.AlipayJobsInterval, cfg.WeChatPay.JobsInterval)
+		reconciler.Interval, refunds.Interval = iv, iv
+	}
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
 	if at, on, _ := cfg.ReconTime(); on {
 		recon.At = at
