@@ -37,6 +37,9 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if _, err := service.ParseBillDate(*date); err != nil {
 		return refuseUsage(fs, env, fmt.Errorf("-date %q: want a day as yyyy-MM-dd, such as 2026-11-30", *date))
 	}
+	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
+		return usageError{fmt.Errorf("reconcile: -date: %v", err)}
+	}
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := cfg.Alipay(devKeys())
 	if err := config.Join(err, aerr); err != nil {
