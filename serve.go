@@ -24,6 +24,7 @@ import (
 	"paynotify/lock"
 	"paynotify/model"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
 // serve runs the service as an operator deploys it.
@@ -31,17 +32,36 @@ func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
-	// Every problem at once: the general settings' and Alipay's.
+	// Every problem at once: the general settings' and each provider's.
+	// A provider is on when its variables are set; with none set, Alipay's
+	// are named as missing, as before WeChat Pay.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
-	if err := config.Join(err, aerr); err != nil {
+	var (
+		acfg       alipay.Config
+		wcfg       wechatpay.Config
+		aerr, werr error
+	)
+	if cfg.AlipayOn() || !cfg.WechatpayOn() {
+		acfg, aerr = cfg.Alipay(devKeys())
+	}
+	if cfg.WechatpayOn() {
+		wcfg, werr = cfg.Wechatpay(devKeys())
+	}
+	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
-	client, err := alipay.New(acfg)
-	if err != nil {
-		return err
+	a := app{cfg: cfg}
+	if cfg.AlipayOn() {
+		if a.alipay, err = alipay.New(acfg); err != nil {
+			return err
+		}
+	}
+	if cfg.WechatpayOn() {
+		if a.wechatpay, err = wechatpay.New(wcfg); err != nil {
+			return err
+		}
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -52,7 +72,8 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	warnAuditGrants(ctx, log, store)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+	a.store = store
+	return listenAndServe(ctx, log, env, a)
 }
 
 // schemaCurrent refuses a database whose schema is behind this binary:
@@ -111,9 +132,11 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 
 // app is what listenAndServe runs.
 type app struct {
-	cfg    config.Config
-	store  *dao.Store
-	alipay *alipay.Client
+	cfg   config.Config
+	store *dao.Store
+	// alipay and wechatpay are the providers' clients, nil when off.
+	alipay    *alipay.Client
+	wechatpay *wechatpay.Client
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
 	// mounts are extra handlers by path prefix (dev's fake Alipay).
@@ -142,14 +165,18 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	payments.OnUnmatched = countUnmatched(reg, log)
 	countGroups(reg, payments)
 	// Payment Providers: one adapter per provider configured, by name.
-	providers := service.Providers{
-		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	providers := service.Providers{}
+	if a.alipay != nil {
+		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
-	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
-	recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	countReconciliations(reg, recon)
+	var recon *service.Reconciliations
+	if bills, ok := providers[model.ProviderAlipay]; ok {
+		recon = service.NewReconciliations(store, bills, payments, log)
+		recon.Background = ctx // a run an admin asked for outlives its request, not the service
+		countReconciliations(reg, recon)
+	}
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -166,9 +193,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
-	var verifier handler.Verifier = a.alipay
-	if a.verifier != nil {
+	var verifier handler.Verifier // nil: no /alipay/notify
+	switch {
+	case a.verifier != nil:
 		verifier = a.verifier
+	case a.alipay != nil:
+		verifier = a.alipay
 	}
 	ops := service.NewOps(store)
 	var cons http.Handler
@@ -212,9 +242,17 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		h = mux
 	}
 	reconciler := service.NewReconciler(store, providers, payments, log)
-	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	// One round asks every provider its rows name: as often as the most
+	// eager provider wants.
+	interval := cfg.AlipayJobsInterval
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WechatpayJobsInterval() < interval) {
+		interval = cfg.WechatpayJobsInterval()
+	}
+	reconciler.Interval, refunds.Interval = interval, interval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
-	if at, on, _ := cfg.ReconTime(); on {
+	if at, on, _ := cfg.ReconTime(); recon == nil {
+		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	} else if on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())
 	} else {

@@ -90,6 +90,9 @@ type Config struct {
 	AlipayPublicCertFile string `env:"ALIPAY_PUBLIC_CERT_FILE"`
 	AlipayRootCertFile   string `env:"ALIPAY_ROOT_CERT_FILE"`
 	Production           bool   `env:"ALIPAY_PRODUCTION" envDefault:"false"`
+
+	// WechatpayVars are WeChat Pay's settings (Config.Wechatpay checks them).
+	WechatpayVars
 }
 
 // ShutdownGrace is how long requests in flight may take to finish after
@@ -257,6 +260,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),
 		slog.String("public_url", c.PublicURL),
+		slog.Bool("alipay", c.AlipayOn()),
+		slog.Bool("wechatpay", c.WechatpayOn()),
+		slog.String("wechatpay_mchid", c.WechatpayVars.MchID),
 	)
 }
 
