@@ -59,9 +59,11 @@ func serve(ctx context.Context, env environment) error {
 		}
 	}
 	if cfg.WechatpayOn() {
-		if a.wechatpay, err = wechatpay.New(wcfg); err != nil {
+		client, err := wechatpay.New(wcfg)
+		if err != nil {
 			return err
 		}
+		a.wechatpay = wechatpay.NewProvider(client, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -134,9 +136,8 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 type app struct {
 	cfg   config.Config
 	store *dao.Store
-	// alipay and wechatpay are the providers' clients, nil when off.
-	alipay    *alipay.Client
-	wechatpay *wechatpay.Client
+	// alipay is the Alipay client, nil when Alipay is off.
+	alipay *alipay.Client
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
 	// mounts are extra handlers by path prefix (dev's fake Alipay).
@@ -146,6 +147,12 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// wechatpay, if set, is the WeChat Pay provider: payments through it,
+	// its jobs and POST /wechatpay/notify.
+	wechatpay *wechatpay.Provider
+	// weChatNotice, if set, checks WeChat Pay's notifications instead of
+	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	weChatNotice handler.WeChatPayVerifier
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -168,6 +175,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	providers := service.Providers{}
 	if a.alipay != nil {
 		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+	}
+	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
+	if a.wechatpay != nil {
+		providers[model.ProviderWechatpay] = a.wechatpay
+		weChat = a.wechatpay
+		if a.weChatNotice != nil {
+			weChat = a.weChatNotice
+		}
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
@@ -219,6 +234,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	h := handler.New(handler.Deps{
 		Log:             log,
 		Verifier:        verifier,
+		WeChatPay:       weChat,
 		Payments:        payments,
 		Orders:          service.NewOrders(store),
 		Checkout:        checkout,

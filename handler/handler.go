@@ -26,8 +26,11 @@ type Readiness interface {
 type Deps struct {
 	Log      *slog.Logger
 	Verifier Verifier
-	Payments *service.Payments
-	Orders   *service.Orders
+	// WeChatPay verifies WeChat Pay's notifications; nil, /wechatpay/notify
+	// is off.
+	WeChatPay WeChatPayVerifier
+	Payments  *service.Payments
+	Orders    *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
@@ -71,6 +74,10 @@ func New(d Deps) http.Handler {
 	if d.Verifier != nil { // nil: Alipay is not configured
 		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 		r.POST("/alipay/notify", a.Notify)
+	}
+	if d.WeChatPay != nil {
+		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		r.POST("/wechatpay/notify", w.Notify)
 	}
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
