@@ -169,6 +169,10 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			"ALIPAY_APP_PRIVATE_KEY_FILE=testdata/dev/app_private_key.pem", "ALIPAY_PUBLIC_KEY_FILE=testdata/dev/alipay_public_key.pem"},
 			want: []string{"ALIPAY_APP_PRIVATE_KEY is a development key", "ALIPAY_PUBLIC_KEY is a development key"}},
 		{name: "BadDriver", environ: []string{"DB_DRIVER=postgres"}, want: []string{"DB_DRIVER"}},
+		// WeChat Pay is on once any of its settings is: then it names the rest,
+		// and refuses the development keys.
+		{name: "WeChatPayHalfSet", environ: []string{"WECHATPAY_MCHID=1900000009", "WECHATPAY_MERCHANT_KEY_FILE=testdata/dev/wechatpay_merchant_private_key.pem"},
+			want: []string{"WECHATPAY_APPID is required", "WECHATPAY_APIV3_KEY", "WECHATPAY_MERCHANT_SERIAL is required", "WECHATPAY_MERCHANT_KEY_FILE is a development key"}},
 		// The container image's default: MySQL, and nothing to reach it by.
 		{name: "MySQLWithoutDSN", environ: []string{"DB_DRIVER=mysql"}, want: []string{"DB_DSN is required with DB_DRIVER=mysql"}},
 		// A malformed value does not hide the missing ones: all at once.

@@ -37,33 +37,31 @@ func serve(ctx context.Context, env environment) error {
 	// are named as missing, as before WeChat Pay.
 	cfg, err := config.Load(env.environ)
 	var (
-		acfg       alipay.Config
-		wcfg       wechatpay.Config
-		aerr, werr error
+		acfg     alipay.Config
+		aerr     error
+		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
 	)
-	if cfg.AlipayOn() || !cfg.WechatpayOn() {
+	if alipayOn {
 		acfg, aerr = cfg.Alipay(devKeys())
 	}
-	if cfg.WechatpayOn() {
-		wcfg, werr = cfg.Wechatpay(devKeys())
-	}
+	wcfg, weChatOn, werr := cfg.WeChatPayClient(devKeys())
 	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
 	a := app{cfg: cfg}
-	if cfg.AlipayOn() {
+	if alipayOn {
 		if a.alipay, err = alipay.New(acfg); err != nil {
 			return err
 		}
 	}
-	if cfg.WechatpayOn() {
-		client, err := wechatpay.New(wcfg)
+	if weChatOn {
+		wc, err := wechatpay.New(wcfg)
 		if err != nil {
 			return err
 		}
-		a.wechatpay = wechatpay.NewProvider(client, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
+		a.wechatpay = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -261,8 +259,8 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	// One round asks every provider its rows name: as often as the most
 	// eager provider wants.
 	interval := cfg.AlipayJobsInterval
-	if a.wechatpay != nil && (a.alipay == nil || cfg.WechatpayJobsInterval() < interval) {
-		interval = cfg.WechatpayJobsInterval()
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+		interval = cfg.WeChatPayJobsInterval()
 	}
 	reconciler.Interval, refunds.Interval = interval, interval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}

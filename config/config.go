@@ -91,8 +91,8 @@ type Config struct {
 	AlipayRootCertFile   string `env:"ALIPAY_ROOT_CERT_FILE"`
 	Production           bool   `env:"ALIPAY_PRODUCTION" envDefault:"false"`
 
-	// WechatpayVars are WeChat Pay's settings (Config.Wechatpay checks them).
-	WechatpayVars
+	// WeChatPay is the WECHATPAY_* settings (config/wechatpay.go).
+	WeChatPay WeChatPay
 }
 
 // ShutdownGrace is how long requests in flight may take to finish after
@@ -259,10 +259,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("admin", c.AdminToken != ""),
 		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),
+		slog.Bool("wechatpay", c.WeChatPay.On()),
+		slog.String("wechatpay_mchid", c.WeChatPay.MchID),
 		slog.String("public_url", c.PublicURL),
 		slog.Bool("alipay", c.AlipayOn()),
-		slog.Bool("wechatpay", c.WechatpayOn()),
-		slog.String("wechatpay_mchid", c.WechatpayVars.MchID),
 	)
 }
 
