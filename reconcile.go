@@ -36,6 +36,9 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if _, err := service.ParseBillDate(*date); err != nil {
 		return usageError{fmt.Errorf("reconcile: -date %q: want yyyy-MM-dd", *date)}
 	}
+	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
+		return usageError{fmt.Errorf("reconcile: -date: %v", err)}
+	}
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := cfg.Alipay(devKeys())
 	if err := config.Join(err, aerr); err != nil {

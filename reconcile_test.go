@@ -103,4 +103,10 @@ func TestReconcileCommand(t *testing.T) {
 	if _, err := reconcile(t, "-date", "30/11/2026"); exitCode(err, &bytes.Buffer{}) != 2 {
 		t.Fatalf("bad date: %v", err)
 	}
+	// A date no bill can have: before Alipay's first, or not yet over.
+	for _, d := range []string{"0000-01-01", "2004-11-30", time.Now().In(model.Beijing).Format("2006-01-02")} {
+		if _, err := reconcile(t, "-date", d); exitCode(err, &bytes.Buffer{}) != 2 {
+			t.Errorf("-date %s: %v, want a usage error", d, err)
+		}
+	}
 }
