@@ -22,6 +22,7 @@ import (
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/lock"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -50,6 +51,7 @@ func serve(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
+	warnAuditGrants(ctx, log, store)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
 }
 
@@ -88,7 +90,23 @@ func migrate(ctx context.Context, env environment) error {
 		return err
 	}
 	log.Info("migrations applied", "db_driver", cfg.DBDriver)
+	warnAuditGrants(ctx, log, store)
 	return nil
+}
+
+// auditGrants is what serve's database user needs, and all it should hold.
+const auditGrants = "GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.* TO <serve's user> (docs/production.md)"
+
+// warnAuditGrants says so when the store's user could TRUNCATE admin_audit
+// (it holds DROP): migrate's user needs DROP, serve's must not have it.
+func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
+	can, err := store.CanTruncateAudit(ctx)
+	switch {
+	case err != nil:
+		log.Warn("could not read this database user's grants; serve's user needs only "+auditGrants, "err", err)
+	case can:
+		log.Warn("this database user holds DROP and could TRUNCATE admin_audit: if serve runs as this user, give it only " + auditGrants)
+	}
 }
 
 // app is what listenAndServe runs.
@@ -123,9 +141,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	payments := service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
 	payments.OnUnmatched = countUnmatched(reg, log)
 	countGroups(reg, payments)
-	refunds := service.NewRefunds(store, a.alipay, log)
+	// Payment Providers: one adapter per provider configured, by name.
+	providers := service.Providers{
+		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	}
+	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
-	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
+	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	countReconciliations(reg, recon)
 	stateGauges(reg, store)
@@ -142,8 +164,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		} else {
 			log.Warn("REDIS_ADDR not set: payment starts are guarded in-process and by the database only")
 		}
-		checkout = service.NewCheckout(store, a.alipay, payments, l, log,
-			strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
 	var verifier handler.Verifier = a.alipay
@@ -191,7 +212,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		mux.Handle("/", h)
 		h = mux
 	}
-	reconciler := service.NewReconciler(store, a.alipay, payments, log)
+	reconciler := service.NewReconciler(store, providers, payments, log)
 	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
 	if at, on, _ := cfg.ReconTime(); on {

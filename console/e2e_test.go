@@ -93,7 +93,7 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 		t.Fatal(err)
 	}
 	payments := service.NewPayments(store)
-	s.refunds = service.NewRefunds(store, client, log)
+	s.refunds = service.NewRefunds(store, service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}, log)
 	ops := service.NewOps(store)
 	reg := prometheus.NewRegistry()
 	c, err := console.New(console.Deps{Log: log, Ops: ops, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
@@ -143,7 +143,7 @@ func (s *stack) notify(t *testing.T, outTradeNo, tradeNo, amount string) {
 // order paid twice, see both payments on its timeline, refund the second
 // from the queue, and see the audit entry and the refund end REFUNDED at
 // the fake Alipay. With CONSOLE_SCREENSHOTS=DIR it saves the overview, a
-// timeline and a queue there (the README's images come from docs/).
+// timeline and a queue there (docs/console.md shows the ones in docs/).
 func TestBrowser(t *testing.T) {
 	browser := findBrowser(t)
 	store := daotest.Open(t, dao.DriverMySQL)

@@ -3,6 +3,7 @@ package console_test
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -128,6 +129,28 @@ func (e *env) client(tb testing.TB) *client {
 	}}}
 }
 
+// clientFrom is a browser whose connections come from addr, another
+// loopback address (the limiter counts per client address).
+func (e *env) clientFrom(tb testing.TB, addr string) *client {
+	tb.Helper()
+	c := e.client(tb)
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+	c.http.Transport = &http.Transport{DialContext: d.DialContext}
+	return c
+}
+
+// lockedWriter is a log destination several handlers may write at once.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // response is what a request got.
 type response struct {
 	status   int
@@ -235,9 +258,9 @@ func mustOrder(tb testing.TB, store *dao.Store, sn string, member int64, amount 
 func (e *env) pay(tb testing.TB, outTradeNo, tradeNo, amount string) model.Outcome {
 	tb.Helper()
 	paidAt := time.Now().UTC().Truncate(time.Second)
-	_, outcome, err := e.payments.Observe(tb.Context(), model.Notification{
-		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess, OutTradeNo: outTradeNo, TradeNo: tradeNo,
-		TotalAmount: decimal.RequireFromString(amount), GmtPayment: &paidAt,
+	_, outcome, err := e.payments.Observe(tb.Context(), model.Observation{
+		Provider: model.ProviderAlipay, Ref: "n-" + tradeNo, OutTradeNo: outTradeNo, TradeNo: tradeNo,
+		Amount: decimal.RequireFromString(amount), PaidAt: &paidAt,
 	})
 	if err != nil {
 		tb.Fatalf("observe %s: %v", tradeNo, err)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/shopspring/decimal"
 
 	"paynotify/model"
 	"paynotify/service"
@@ -29,13 +28,23 @@ func (p *Pay) Start(c *gin.Context) {
 		return
 	}
 	var req struct {
-		Method model.PayMethod `json:"method"`
+		// Provider absent is Alipay, as before WeChat Pay.
+		Provider string          `json:"provider"`
+		Method   model.PayMethod `json:"method"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		apiError(c, err)
 		return
 	}
-	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, req.Method)
+	provider := model.ProviderAlipay
+	if req.Provider != "" {
+		var err error
+		if provider, err = model.ParseProvider(req.Provider); err != nil {
+			apiError(c, err)
+			return
+		}
+	}
+	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, provider, req.Method)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -75,13 +84,9 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	if len(req.Reason) > 200 {
-		apiError(c, fmt.Errorf("%w: reason: at most 200 bytes", model.ErrInvalidRequest))
-		return
-	}
-	amount, err := decimal.NewFromString(req.Amount)
+	amount, err := model.ParseAmount(req.Amount)
 	if err != nil {
-		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))
+		apiError(c, fmt.Errorf("%w: amount: %v", model.ErrInvalidRequest, err))
 		return
 	}
 	f, err := a.refunds.Request(c.Request.Context(), sn, c.GetHeader("Idempotency-Key"), amount, req.Reason)

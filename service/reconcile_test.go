@@ -339,7 +339,7 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 			c := r.checkout(nil)
 			reconcilers := make([]*service.Reconciler, 2)
 			for i, store := range []*dao.Store{a, b} {
-				reconcilers[i] = service.NewReconciler(store, r.gw, service.NewPayments(store), quietLog)
+				reconcilers[i] = service.NewReconciler(store, r.providers(), service.NewPayments(store), quietLog)
 				reconcilers[i].Batch = 4
 			}
 

@@ -17,26 +17,18 @@ import (
 	"paynotify/model"
 )
 
-// Bill is a fetched trade bill, already checked against its own totals.
-type Bill interface {
-	// BillTotals are the bill's totals (payments, refunds, fees).
-	BillTotals() model.BillTotals
-	// Entries streams the bill's lines in file order.
-	Entries(fn func(model.BillEntry) error) error
-	Close() error
-}
-
-// BillSource fetches Alipay's trade bill of a Beijing day:
-// model.ErrNoBill when Alipay has none (no business that day).
+// BillSource fetches a provider's trade bill of a Beijing day:
+// model.ErrNoBill when it has none (no business that day). Every Provider
+// is one.
 type BillSource interface {
-	TradeBill(ctx context.Context, day time.Time) (Bill, error)
+	TradeBill(ctx context.Context, day time.Time) (model.Bill, error)
 }
 
 // BillSourceFunc adapts a function to BillSource.
-type BillSourceFunc func(ctx context.Context, day time.Time) (Bill, error)
+type BillSourceFunc func(ctx context.Context, day time.Time) (model.Bill, error)
 
 // TradeBill calls f.
-func (f BillSourceFunc) TradeBill(ctx context.Context, day time.Time) (Bill, error) {
+func (f BillSourceFunc) TradeBill(ctx context.Context, day time.Time) (model.Bill, error) {
 	return f(ctx, day)
 }
 
@@ -53,6 +45,8 @@ type Reconciliations struct {
 	store    *dao.Store
 	bills    BillSource
 	payments *Payments
+	// Provider is whose bill this reconciles (Alipay's, unless set).
+	Provider model.Provider
 	log      *slog.Logger
 	owner    string
 	// Batch is how many bill lines are matched per round trip, and
@@ -85,7 +79,7 @@ type Reconciliations struct {
 func NewReconciliations(store *dao.Store, bills BillSource, payments *Payments, log *slog.Logger) *Reconciliations {
 	host, _ := os.Hostname()
 	return &Reconciliations{
-		store: store, bills: bills, payments: payments, log: log,
+		store: store, bills: bills, payments: payments, log: log, Provider: model.ProviderAlipay,
 		owner: clipOwner(host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)),
 		Batch: 1000, Workers: 4, Lease: 10 * time.Minute, Grace: 15 * time.Minute, At: 9*time.Hour + 30*time.Minute, Interval: 5 * time.Minute, now: time.Now,
 	}
@@ -204,7 +198,7 @@ func (r *Reconciliations) claim(ctx context.Context, date string, asked bool) (c
 			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
 			After: string(model.ReconRunning)}
 	}
-	run, attempt, err := r.store.ClaimRun(ctx, model.ProviderAlipay, date, r.owner, started, r.Lease, audit)
+	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {
 		return claimed{}, err
 	}
@@ -227,7 +221,7 @@ func (r *Reconciliations) finish(ctx context.Context, c claimed) (model.ReconRun
 	if err := r.store.FinishRun(ctx, run.ID, r.owner, attempt, res, r.now()); err != nil {
 		return model.ReconRun{}, err
 	}
-	out, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	out, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
@@ -273,7 +267,7 @@ func (r *Reconciliations) attempt(ctx context.Context, run model.ReconRun, attem
 	if err := m.missing(ctx, from, to); err != nil {
 		return fail(err)
 	}
-	ledger, err := r.store.LedgerTotals(ctx, model.ProviderAlipay, day, day.AddDate(0, 0, 1))
+	ledger, err := r.store.LedgerTotals(ctx, r.Provider, day, day.AddDate(0, 0, 1))
 	if err != nil {
 		return fail(err)
 	}
@@ -281,7 +275,7 @@ func (r *Reconciliations) attempt(ctx context.Context, run model.ReconRun, attem
 	// we confirmed hours after Alipay made it, a payment near midnight,
 	// when the days ran out of order) is missing no more.
 	from7, to7 := day.AddDate(0, 0, -reconLookback).Format("2006-01-02"), day.AddDate(0, 0, reconLookback).Format("2006-01-02")
-	found, err := r.store.ResolveFoundElsewhere(ctx, model.ProviderAlipay, run.ID, from7, to7, "found in Alipay's bill of "+run.BillDate, r.now())
+	found, err := r.store.ResolveFoundElsewhere(ctx, r.Provider, run.ID, from7, to7, "found in "+r.Provider.Name()+"'s bill of "+run.BillDate, r.now())
 	if err != nil {
 		return fail(err)
 	}
@@ -309,7 +303,7 @@ type matcher struct {
 // matchAll streams the bill's lines in batches to Workers goroutines. The
 // database, not the CPU, is what a batch waits on (a commit's flush to
 // disk, mostly), so batches overlap.
-func (m *matcher) matchAll(ctx context.Context, bill Bill) error {
+func (m *matcher) matchAll(ctx context.Context, bill model.Bill) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(m.r.Workers, 1))
 	batch := make([]model.BillEntry, 0, m.r.Batch)
@@ -371,7 +365,7 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 			requestNos = append(requestNos, e.OutRequestNo)
 		}
 	}
-	pays, err := r.store.PaymentsByTradeNo(ctx, model.ProviderAlipay, tradeNos)
+	pays, err := r.store.PaymentsByTradeNo(ctx, r.Provider, tradeNos)
 	if err != nil {
 		return err
 	}
@@ -429,7 +423,7 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 		}
 		seen = append(seen, model.SeenLine{Kind: model.BillRefund, Ref: e.OutRequestNo, TradeNo: e.TradeNo, Amount: amount, Fee: e.Fee})
 	}
-	if _, err := r.store.RecordSeen(ctx, model.ProviderAlipay, m.date, seen, m.feeEvent); err != nil {
+	if _, err := r.store.RecordSeen(ctx, r.Provider, m.date, seen, m.feeEvent); err != nil {
 		return err
 	}
 	return m.save(ctx, items)
@@ -445,7 +439,7 @@ func (m *matcher) feeEvent(fresh []model.SeenLine) (*model.Event, error) {
 		return nil, nil
 	}
 	ev, err := newEvent(model.EventFeesBooked, m.run.ID, model.FeeEventData{
-		Provider: string(model.ProviderAlipay), BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
+		Provider: string(m.r.Provider), BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
 	}, m.r.now())
 	return &ev, err
 }
@@ -470,10 +464,8 @@ func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
 // when nothing could be recorded.
 func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconItem, *model.Payment, error) {
 	at := e.FinishedAt
-	n := model.Notification{
-		NotifyID: "recon-" + m.date, TradeStatus: model.TradeSuccess, OutTradeNo: e.OutTradeNo, TradeNo: e.TradeNo,
-		TotalAmount: e.Amount, GmtPayment: &at,
-	}
+	n := model.Observation{Provider: m.r.Provider, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
+		PaidAt: &at, Ref: model.BillRef(m.date)}
 	it := model.ReconItem{Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, BillAmount: amountPtr(e.Amount)}
 	pay, outcome, err := m.r.payments.Observe(ctx, n)
 	switch {
@@ -600,7 +592,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	page := max(r.Batch, 1)
 	n := 0
 	for after := ""; ; {
-		pays, err := r.store.UnseenPayments(ctx, model.ProviderAlipay, from, to, after, page)
+		pays, err := r.store.UnseenPayments(ctx, r.Provider, from, to, after, page)
 		if err != nil {
 			return err
 		}
@@ -626,7 +618,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	}
 	n = 0
 	for after := ""; ; {
-		refunds, err := r.store.UnseenRefunds(ctx, model.ProviderAlipay, from, to, after, page)
+		refunds, err := r.store.UnseenRefunds(ctx, r.Provider, from, to, after, page)
 		if err != nil {
 			return err
 		}
@@ -662,7 +654,7 @@ func (r *Reconciliations) Runs(ctx context.Context, limit int) ([]model.ReconRun
 	if limit <= 0 || limit > 366 {
 		limit = 60
 	}
-	return r.store.ReconRuns(ctx, model.ProviderAlipay, limit)
+	return r.store.ReconRuns(ctx, r.Provider, limit)
 }
 
 // RunDetail is a run with its attempts and its items.
@@ -684,7 +676,7 @@ func (r *Reconciliations) Detail(ctx context.Context, date string, outcome model
 	if limit <= 0 || limit > 10000 {
 		limit = 1000
 	}
-	run, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	run, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return RunDetail{}, err
 	}
@@ -711,7 +703,7 @@ func (r *Reconciliations) ResolveItem(ctx context.Context, date string, id int64
 	if operator == "" || len(operator) > 64 {
 		return model.ReconItem{}, fmt.Errorf("%w: operator must be 1 to 64 bytes", model.ErrInvalidRequest)
 	}
-	run, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	run, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return model.ReconItem{}, err
 	}
