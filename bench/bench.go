@@ -41,6 +41,7 @@ type bench struct {
 	svcDB    string
 	baseDB   string
 	keepLogs bool
+	purger   *purger // -purge
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -115,13 +116,28 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 			return nil, err
 		}
 	}
+	if opt.purge > 0 {
+		db, err := sql.Open("mysql", dsnFor(server, b.svcDB, nil))
+		if err != nil {
+			return nil, err
+		}
+		err = fillPurgeable(ctx, db, opt.purge, log)
+		db.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return b, nil
 }
 
 func (b *bench) serviceEnv(addr string) []string {
 	// Later entries win: -env can override the defaults.
-	return append(serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys), b.opt.extraEnv...)
+	env := serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys)
+	if b.opt.purge > 0 {
+		env = append(env, serviceRetention...)
+	}
+	return append(env, b.opt.extraEnv...)
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -159,6 +175,9 @@ type cell struct {
 	stmts, prepares float64
 	cpu             cpuUse
 	attempts        int // 1, or more if other work disturbed earlier runs
+	// purge is what the retention job's rounds did during the cell
+	// (kindFirstPurge).
+	purge *purgeStats
 }
 
 // measure runs every cell, level by level: at each level the two
@@ -229,6 +248,12 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		meter.watch("service", svc.cmd.Process.Pid)
 	}
 
+	if b.opt.purge > 0 {
+		if b.purger, err = newPurger(ctx, dsnFor(b.server, b.svcDB, nil)); err != nil {
+			return nil, err
+		}
+		defer b.purger.close()
+	}
 	rep := &report{opt: b.opt}
 	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
 		return nil, err
@@ -241,13 +266,19 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	for _, c := range b.opt.levels {
 		var bodies [][]byte // the first notices the storm resends
 		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		if b.purger != nil {
+			kinds = []string{kindNaive, kindTuned, kindFirst, kindFirstPurge, kindDuplicate}
+		}
 		if addrsB != nil {
 			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
 		}
 		for _, kind := range kinds {
 			to, letter := addrs, "S"
-			if strings.HasSuffix(kind, "]") {
+			switch {
+			case strings.HasSuffix(kind, "]"):
 				to, letter = addrsB, "C"
+			case kind == kindFirstPurge:
+				letter = "P"
 			}
 			for attempt := 0; ; attempt++ {
 				// Fresh orders for every attempt: a first notice, or a
@@ -265,7 +296,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst, b.compared(kindFirst):
+				case kindFirst, kindFirstPurge, b.compared(kindFirst):
 					orders := makeOrders(letter+prefix, per)
 					if err := seedOrders(ctx, svcDB, orders); err != nil {
 						return nil, err
@@ -309,6 +340,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
 		return nil, err
 	}
+	if b.purger != nil {
+		if rep.leftOutbox, rep.leftLines, err = remaining(ctx, svcDB); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -339,17 +375,26 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 	if err != nil {
 		return cell{}, err
 	}
+	var stopPurge func() purgeStats
+	if kind == kindFirstPurge {
+		stopPurge = b.purger.start(ctx)
+	}
 	s0 := meter.snap()
 	res, err := drive(ctx, c, b.opt.n, meas)
+	s1 := meter.snap()
+	var purged *purgeStats
+	if stopPurge != nil {
+		st := stopPurge()
+		purged = &st
+	}
 	if err != nil {
 		return cell{}, err
 	}
-	s1 := meter.snap()
 	q1, p1, err := serverCounters(ctx, b.admin)
 	if err != nil {
 		return cell{}, err
 	}
-	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1)}
+	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1), purge: purged}
 	// The second SHOW STATUS is itself one question.
 	cel.stmts = float64(q1-q0-1) / float64(res.n)
 	cel.prepares = float64(p1-p0) / float64(res.n)
@@ -359,6 +404,9 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 		perReq(cel.cpu.service), perReq(cel.cpu.mariadb), perReq(cel.cpu.tool), cel.cpu.otherCores())
 	if res.fails > 0 {
 		b.progress("  first failure: %s", res.firstErr)
+	}
+	if purged != nil {
+		b.progress("  purged %d rows in %d rounds (%d failed), longest round %v", purged.rows, purged.rounds, purged.errs, purged.longest.Round(time.Millisecond))
 	}
 	return cel, nil
 }
