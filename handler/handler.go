@@ -16,17 +16,21 @@ import (
 	"paynotify/service"
 )
 
-// Pinger reports whether the database answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
+// Readiness reports whether the database can serve requests now (see
+// dao.Store.Ready).
+type Readiness interface {
+	Ready(ctx context.Context) error
 }
 
 // Deps is what the HTTP surface needs.
 type Deps struct {
 	Log      *slog.Logger
 	Verifier Verifier
-	Payments *service.Payments
-	Orders   *service.Orders
+	// WeChatPay verifies WeChat Pay's notifications; nil, /wechatpay/notify
+	// is off.
+	WeChatPay WeChatPayVerifier
+	Payments  *service.Payments
+	Orders    *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
@@ -41,7 +45,7 @@ type Deps struct {
 	// Reconciliations, if set, serves the reconciliation views under
 	// /admin.
 	Reconciliations *service.Reconciliations
-	DB              Pinger
+	DB              Readiness
 	Registry        *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
@@ -69,6 +73,10 @@ func New(d Deps) http.Handler {
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)
+	if d.WeChatPay != nil {
+		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		r.POST("/wechatpay/notify", w.Notify)
+	}
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
@@ -90,7 +98,11 @@ func New(d Deps) http.Handler {
 		admin.GET("/orders/:sn/refunds", a.Refunds)
 		if d.Refunds != nil {
 			admin.POST("/orders/:sn/refunds", a.Refund)
-			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
 		}
 		if d.Reconciliations != nil {
 			h := &Reconciliations{recon: d.Reconciliations}
@@ -116,7 +128,7 @@ func New(d Deps) http.Handler {
 	ready := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		return d.DB.Ping(ctx)
+		return d.DB.Ready(ctx)
 	}
 	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "paynotify_ready",
