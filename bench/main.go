@@ -64,6 +64,9 @@ type options struct {
 	// purge, if set, is how many rows of each purged table to fill
 	// before the run, measuring first notices again during purge rounds.
 	purge int
+	// wechatpay also measures WeChat Pay's first notices and duplicates,
+	// on the same processes, beside Alipay's.
+	wechatpay bool
 }
 
 // envFlags collects repeated -env K=V.
@@ -96,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
+	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {
