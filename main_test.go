@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -100,11 +101,25 @@ func TestDevReplaysTestdata(t *testing.T) {
 	// The Alipay jobs would refund the REFUND_PENDING payments while we
 	// look: hold them off.
 	base, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-	if !strings.Contains(logs.String(), "curl --data @testdata/notify/pay_demo_1001.form") {
+	if !strings.Contains(logs.String(), "curl --data @testdata/notify/01_pay_demo_1001.form") {
 		t.Errorf("dev does not print the curl line:\n%s", logs)
 	}
-	for _, c := range notifyCases {
-		body, err := os.ReadFile(filepath.Join("testdata", "notify", c.name+".form"))
+	// The loop as the docs write it: for f in testdata/notify/*.form — the
+	// shell's order is the names' order, which must be the cases' order.
+	files, err := filepath.Glob(filepath.Join("testdata", "notify", "*.form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) != len(notifyCases) {
+		t.Fatalf("%d replay files, %d cases", len(files), len(notifyCases))
+	}
+	for i, f := range files {
+		c := notifyCases[i]
+		if filepath.Base(f) != c.name+".form" {
+			t.Fatalf("replay file %d is %s, want %s.form: the names' order is the replay order", i+1, f, c.name)
+		}
+		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +240,7 @@ func newKeyPair(t *testing.T) (private, public string) {
 func TestDevRefundsWhatItCannotApply(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=20ms"})
-	body, err := os.ReadFile(filepath.Join("testdata", "notify", "underpay_demo_1002.form"))
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "04_underpay_demo_1002.form"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,11 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// dev is paynotify dev: what it says at start fits the development keys.
+	dev bool
+	// manualRefunds leaves payments owed back to an operator (dev
+	// -manual-refunds): the refund worker does not take them.
+	manualRefunds bool
 	// wechatpay, if set, is the WeChat Pay provider: payments through it,
 	// its jobs and POST /wechatpay/notify.
 	wechatpay *wechatpay.Provider
@@ -171,6 +176,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
+	refunds.LeavePending = a.manualRefunds
 	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	countReconciliations(reg, recon)
@@ -248,6 +254,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if at, on, _ := cfg.ReconTime(); on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())
+	} else if a.dev {
+		// paynotify reconcile refuses the development keys, as serve does.
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}
@@ -313,13 +322,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 // newLogger logs JSON for machines (serve) or text for people (dev).
 // The MySQL driver's own reports go to it too (driverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
 	driverLogger.Store(log)
 	return log
+}
+
+// readableDuration logs a duration as people write it ("30m0s"), where
+// slog's JSON handler would write nanoseconds (1800000000000).
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // consumeCmd runs the accounting consumer until SIGTERM.

@@ -81,12 +81,15 @@ func New(d Deps) http.Handler {
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
 		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
-		api.POST("/orders", o.Place)
+		keys := service.NewIdempotencyKeys(d.JWTSecret)
+		issued := checkIssuedKey(keys)
+		api.POST("/idempotency-keys", (&IdempotencyKeys{keys: keys}).Issue)
+		api.POST("/orders", issued, o.Place)
 		api.GET("/orders/:sn", o.Get)
 		api.POST("/orders/:sn/cancel", o.Cancel)
 		api.GET("/order-requests/:key", o.RequestStatus)
 		if d.Checkout != nil {
-			api.POST("/orders/:sn/pay", (&Pay{checkout: d.Checkout}).Start)
+			api.POST("/orders/:sn/pay", issued, (&Pay{checkout: d.Checkout}).Start)
 		}
 	}
 

@@ -57,7 +57,11 @@ func TestReconciliationViews(t *testing.T) {
 			mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, d, 0)
 		}
 		// The run asked for is in admin_audit; the one refused is not.
-		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, date, 1)
+		// The row says what was asked, never a state the run has left
+		// (it is append-only: "→ RUNNING" would stay when the run is DONE).
+		if asked := mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, date, 1); asked[0].After != model.AuditReconRunAsked {
+			t.Errorf("recon.run audit row reads %q → %q, want %q", asked[0].Before, asked[0].After, model.AuditReconRunAsked)
+		}
 		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, today, 0)
 
 		var list struct {

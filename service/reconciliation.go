@@ -219,7 +219,7 @@ func (r *Reconciliations) claim(ctx context.Context, date string, asked bool) (c
 	if asked {
 		audit = &model.Audit{Key: apiKey(model.AuditReconRun, date, r.owner, strconv.FormatInt(started.UnixNano(), 10)),
 			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
-			After: string(model.ReconRunning)}
+			After: model.AuditReconRunAsked}
 	}
 	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {
