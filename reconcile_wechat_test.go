@@ -72,15 +72,23 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 		"WECHATPAY_APIV3_KEY="+apiV3Key, "WECHATPAY_MERCHANT_KEY_FILE="+file("apiclient_key.pem", merchantKey),
 		"WECHATPAY_MERCHANT_SERIAL="+serial, "WECHATPAY_PUBLIC_KEY_FILE="+file("pub_key.pem", wechatPub),
 		"WECHATPAY_PUBLIC_KEY_ID="+keyID, "WECHATPAY_GATEWAY="+wxGW.URL)
-	reconcile := func(t *testing.T, environ []string, args ...string) (map[model.Provider]model.ReconRun, int, string) {
+	// printedRun is what the command prints of a run (the admin API's shape).
+	type printedRun struct {
+		Provider model.Provider
+		State    model.ReconState
+		Attempts int
+		Counts   map[model.ReconOutcome]int
+		Bill     struct{ Payments int }
+	}
+	reconcile := func(t *testing.T, environ []string, args ...string) (map[model.Provider]printedRun, int, string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), environment{args: append([]string{"reconcile"}, args...), environ: environ,
 			stdin: strings.NewReader(""), stdout: &out, stderr: &errOut})
-		runs := map[model.Provider]model.ReconRun{}
+		runs := map[model.Provider]printedRun{}
 		dec := json.NewDecoder(&out)
 		for {
-			var r model.ReconRun
+			var r printedRun
 			if jerr := dec.Decode(&r); errors.Is(jerr, io.EOF) {
 				break
 			} else if jerr != nil {
