@@ -315,3 +315,38 @@ func waitForMetrics(t *testing.T, base string, want, never []string) {
 		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 }
+
+// A WeChat Pay-only merchant runs serve without any ALIPAY_* variable:
+// no Alipay notify endpoint, no Alipay reconciliation, and serve up.
+func TestServeWechatpayOnly(t *testing.T) {
+	dir := t.TempDir()
+	merchant, _ := newKeyPair(t)
+	_, wechat := newKeyPair(t)
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + filepath.Join(dir, "wx.db"),
+		"WECHATPAY_MCHID=1230000109", "WECHATPAY_APPID=wxd678efh567hg6787",
+		"WECHATPAY_APIV3_KEY=0123456789abcdef0123456789abcdef", "WECHATPAY_MERCHANT_KEY_FILE=" + write("apiclient_key.pem", merchant),
+		"WECHATPAY_MERCHANT_SERIAL=5157F09EFDC096DE15EBE81A47057A7232F1B8E1",
+		"WECHATPAY_PUBLIC_KEY_FILE=" + write("pub_key.pem", wechat), "WECHATPAY_PUBLIC_KEY_ID=PUB_KEY_ID_0112345678202401010000000000000000"}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := start(t, []string{"serve"}, environ)
+	if code := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	resp, err := http.Post(base+"/alipay/notify", "application/x-www-form-urlencoded", strings.NewReader("a=b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/alipay/notify without Alipay: %d, want 404", resp.StatusCode)
+	}
+}

@@ -32,26 +32,36 @@ func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
-	// Every problem at once: the general settings' and Alipay's.
+	// Every problem at once: the general settings' and each provider's.
+	// A provider is on when its variables are set; with none set, Alipay's
+	// are named as missing, as before WeChat Pay.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
+	var (
+		acfg     alipay.Config
+		aerr     error
+		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
+	)
+	if alipayOn {
+		acfg, aerr = cfg.Alipay(devKeys())
+	}
 	wcfg, weChatOn, werr := cfg.WeChatPayClient(devKeys())
-	if err := config.Join(err, aerr, werr); err != nil {
+	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
-	client, err := alipay.New(acfg)
-	if err != nil {
-		return err
+	a := app{cfg: cfg}
+	if alipayOn {
+		if a.alipay, err = alipay.New(acfg); err != nil {
+			return err
+		}
 	}
-	var weChat *wechatpay.Provider
 	if weChatOn {
 		wc, err := wechatpay.New(wcfg)
 		if err != nil {
 			return err
 		}
-		weChat = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
+		a.wechatpay = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -62,7 +72,8 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	warnAuditGrants(ctx, log, store)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, wechatpay: weChat})
+	a.store = store
+	return listenAndServe(ctx, log, env, a)
 }
 
 // schemaCurrent refuses a database whose schema is behind this binary:
@@ -121,8 +132,9 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 
 // app is what listenAndServe runs.
 type app struct {
-	cfg    config.Config
-	store  *dao.Store
+	cfg   config.Config
+	store *dao.Store
+	// alipay is the Alipay client, nil when Alipay is off.
 	alipay *alipay.Client
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
@@ -163,8 +175,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	payments.OnUnmatched = countUnmatched(reg, log)
 	countGroups(reg, payments)
 	// Payment Providers: one adapter per provider configured, by name.
-	providers := service.Providers{
-		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	providers := service.Providers{}
+	if a.alipay != nil {
+		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
 	if a.wechatpay != nil {
@@ -177,9 +190,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
 	refunds.LeavePending = a.manualRefunds
-	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
-	recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	countReconciliations(reg, recon)
+	var recon *service.Reconciliations
+	if bills, ok := providers[model.ProviderAlipay]; ok {
+		recon = service.NewReconciliations(store, bills, payments, log)
+		recon.Background = ctx // a run an admin asked for outlives its request, not the service
+		countReconciliations(reg, recon)
+	}
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -196,9 +212,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
-	var verifier handler.Verifier = a.alipay
-	if a.verifier != nil {
+	var verifier handler.Verifier // nil: no /alipay/notify
+	switch {
+	case a.verifier != nil:
 		verifier = a.verifier
+	case a.alipay != nil:
+		verifier = a.alipay
 	}
 	ops := service.NewOps(store)
 	var cons http.Handler
@@ -243,15 +262,17 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		h = mux
 	}
 	reconciler := service.NewReconciler(store, providers, payments, log)
-	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
-	if a.wechatpay != nil && cfg.WeChatPay.JobsInterval > 0 {
-		// One query, close and refund job serves every provider: it runs
-		// as often as the most eager asks.
-		iv := min(cfg.AlipayJobsInterval, cfg.WeChatPay.JobsInterval)
-		reconciler.Interval, refunds.Interval = iv, iv
+	// One round asks every provider its rows name: as often as the most
+	// eager provider wants.
+	interval := cfg.AlipayJobsInterval
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+		interval = cfg.WeChatPayJobsInterval()
 	}
+	reconciler.Interval, refunds.Interval = interval, interval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
-	if at, on, _ := cfg.ReconTime(); on {
+	if at, on, _ := cfg.ReconTime(); recon == nil {
+		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	} else if on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())
 	} else if a.dev {

@@ -260,7 +260,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),
 		slog.Bool("wechatpay", c.WeChatPay.On()),
+		slog.String("wechatpay_mchid", c.WeChatPay.MchID),
 		slog.String("public_url", c.PublicURL),
+		slog.Bool("alipay", c.AlipayOn()),
 	)
 }
 

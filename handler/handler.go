@@ -71,8 +71,10 @@ func New(d Deps) http.Handler {
 	r.UseRawPath, r.UnescapePathValues = true, true
 	r.Use(requestID(d.Log), m.countRequests(), recovery())
 
-	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
-	r.POST("/alipay/notify", a.Notify)
+	if d.Verifier != nil { // nil: Alipay is not configured
+		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+		r.POST("/alipay/notify", a.Notify)
+	}
 	if d.WeChatPay != nil {
 		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
