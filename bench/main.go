@@ -61,6 +61,9 @@ type options struct {
 	// compare, if set, is a second set of serve processes with these
 	// settings added, measured in the same run (e.g. a feature off).
 	compare envFlags
+	// wechatpay also measures WeChat Pay's first notices and duplicates,
+	// on the same processes, beside Alipay's.
+	wechatpay bool
 }
 
 // envFlags collects repeated -env K=V.
@@ -92,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
+	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {
