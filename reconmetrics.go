@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,8 +27,8 @@ func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Paym
 }
 
 // countReconciliations registers reconciliation's metrics and hooks them
-// to recon: items by outcome, runs by state and their duration, and the
-// last bill date reconciled successfully.
+// to recon: items by outcome, runs by state and their duration (the last
+// bill date reconciled is read from the runs: stateGauges).
 func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliations) {
 	items := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
@@ -44,38 +43,23 @@ func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliati
 		Help:    "How long a reconciliation attempt took.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600},
 	})
-	last := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_last_success_date",
-		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing: alert when it is older than two days.",
-	})
-	reg.MustRegister(items, runs, duration, last)
+	reg.MustRegister(items, runs, duration)
 	for _, o := range model.ReconOutcomes {
 		items.WithLabelValues(string(o))
 	}
 	for _, r := range []string{"done", "differences", "failed"} {
 		runs.WithLabelValues(r)
 	}
-	var mu sync.Mutex
-	var lastDay int64
 	recon.OnItem = func(o model.ReconOutcome) { items.WithLabelValues(string(o)).Inc() }
 	recon.OnFinished = func(run model.ReconRun, took time.Duration) {
 		duration.Observe(took.Seconds())
 		switch {
 		case run.State == model.ReconFailed:
 			runs.WithLabelValues("failed").Inc()
-			return
 		case run.Unresolved > 0:
 			runs.WithLabelValues("differences").Inc()
 		default:
 			runs.WithLabelValues("done").Inc()
-		}
-		if day, err := service.ParseBillDate(run.BillDate); err == nil {
-			mu.Lock()
-			if day.Unix() > lastDay {
-				lastDay = day.Unix()
-				last.Set(float64(lastDay))
-			}
-			mu.Unlock()
 		}
 	}
 }
