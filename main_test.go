@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/model"
@@ -147,6 +149,19 @@ func TestDevReplaysTestdata(t *testing.T) {
 		o, err := store.Order(context.Background(), sn)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A demo order has its lines: items total what they add up to, less
+		// the points, is what it pays — never "items total 0.00".
+		items, err := store.OrderItems(context.Background(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := decimal.Zero
+		for _, it := range items {
+			sum = sum.Add(it.Price.Mul(decimal.NewFromInt(int64(it.Quantity))))
+		}
+		if len(items) == 0 || !sum.Equal(o.TotalAmount) || !o.TotalAmount.Sub(o.IntegrationAmount).Equal(o.PayAmount) {
+			t.Errorf("%s: items %+v total %s, less %s of points, pays %s: they do not add up", sn, items, o.TotalAmount, o.IntegrationAmount, o.PayAmount)
 		}
 		pays, err := store.PaymentsByOrder(context.Background(), o.ID)
 		if err != nil {
