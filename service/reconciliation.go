@@ -626,7 +626,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 			}
 			items = append(items, model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: p.TradeNo, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
-				Detail: "our ledger has this payment as " + string(p.State) + "; "+r.Provider.Name()+"'s bill does not"})
+				Detail: "our ledger has this payment as " + string(p.State) + "; " + r.Provider.Name() + "'s bill does not"})
 		}
 		if err := m.save(ctx, items); err != nil {
 			return err
