@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +28,8 @@ func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Paym
 
 // countReconciliations registers reconciliation's metrics, by provider,
 // and hooks them to each of recons: items by outcome, runs by state and
-// their duration, and the last bill date reconciled successfully.
+// their duration (the last bill date reconciled is read from the runs:
+// stateGauges).
 func countReconciliations(reg prometheus.Registerer, recons ...*service.Reconciliations) {
 	items := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
@@ -44,46 +44,27 @@ func countReconciliations(reg prometheus.Registerer, recons ...*service.Reconcil
 		Help:    "How long a reconciliation attempt took, by provider.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600},
 	}, []string{"provider"})
-	last := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_last_success_date",
-		Help: "The last bill date (Beijing midnight, as Unix time) of the provider reconciled without failing: alert when it is older than two days.",
-	}, []string{"provider"})
-	reg.MustRegister(items, runs, duration, last)
+	reg.MustRegister(items, runs, duration)
 	for _, recon := range recons {
-		countReconciliation(recon, items, runs, duration.WithLabelValues(string(recon.Provider)), last.WithLabelValues(string(recon.Provider)))
-	}
-}
-
-// countReconciliation hooks one provider's reconciliation to the metrics.
-func countReconciliation(recon *service.Reconciliations, items, runs *prometheus.CounterVec, duration prometheus.Observer, last prometheus.Gauge) {
-	p := string(recon.Provider)
-	for _, o := range model.ReconOutcomes {
-		items.WithLabelValues(p, string(o))
-	}
-	for _, r := range []string{"done", "differences", "failed"} {
-		runs.WithLabelValues(p, r)
-	}
-	var mu sync.Mutex
-	var lastDay int64
-	recon.OnItem = func(o model.ReconOutcome) { items.WithLabelValues(p, string(o)).Inc() }
-	recon.OnFinished = func(run model.ReconRun, took time.Duration) {
-		duration.Observe(took.Seconds())
-		switch {
-		case run.State == model.ReconFailed:
-			runs.WithLabelValues(p, "failed").Inc()
-			return
-		case run.Unresolved > 0:
-			runs.WithLabelValues(p, "differences").Inc()
-		default:
-			runs.WithLabelValues(p, "done").Inc()
+		p := string(recon.Provider)
+		for _, o := range model.ReconOutcomes {
+			items.WithLabelValues(p, string(o))
 		}
-		if day, err := service.ParseBillDate(run.BillDate); err == nil {
-			mu.Lock()
-			if day.Unix() > lastDay {
-				lastDay = day.Unix()
-				last.Set(float64(lastDay))
+		for _, r := range []string{"done", "differences", "failed"} {
+			runs.WithLabelValues(p, r)
+		}
+		took := duration.WithLabelValues(p)
+		recon.OnItem = func(o model.ReconOutcome) { items.WithLabelValues(p, string(o)).Inc() }
+		recon.OnFinished = func(run model.ReconRun, d time.Duration) {
+			took.Observe(d.Seconds())
+			switch {
+			case run.State == model.ReconFailed:
+				runs.WithLabelValues(p, "failed").Inc()
+			case run.Unresolved > 0:
+				runs.WithLabelValues(p, "differences").Inc()
+			default:
+				runs.WithLabelValues(p, "done").Inc()
 			}
-			mu.Unlock()
 		}
 	}
 }

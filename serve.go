@@ -203,6 +203,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		}
 	}
 	countReconciliations(reg, recons...)
+	stateGauges(reg, store)
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {

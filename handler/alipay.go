@@ -52,6 +52,7 @@ func (a *Alipay) Notify(c *gin.Context) {
 		outcome, answer = notifyFailure(c, err)
 	}
 	a.metrics.notifications.WithLabelValues(outcome).Inc()
+	a.metrics.answers[answer].Inc()
 	a.metrics.latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))
 }

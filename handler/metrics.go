@@ -13,6 +13,7 @@ import (
 // collectors are registered by whoever owns the registry.
 type metrics struct {
 	notifications *prometheus.CounterVec
+	answers       map[string]prometheus.Counter
 	latency       *prometheus.HistogramVec
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -39,7 +40,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method"}),
 	}
-	reg.MustRegister(m.notifications, m.latency, m.requests, m.duration)
+	answers := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notify_answers_total",
+		Help: "Alipay notifications by answer: success (processed), or failure (Alipay resends; alert on its share).",
+	}, []string{"answer"})
+	m.answers = map[string]prometheus.Counter{
+		answerSuccess: answers.WithLabelValues(answerSuccess), answerFailure: answers.WithLabelValues(answerFailure),
+	}
+	reg.MustRegister(m.notifications, answers, m.latency, m.requests, m.duration)
 	return m
 }
 
