@@ -191,13 +191,16 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	refunds.OnFinished = countRefunds(reg, providers.Names())
 	refunds.LeavePending = a.manualRefunds
 	// One reconciliation per provider: its own runs, its own daily job.
-	var recon *service.Reconciliations // Alipay's: the admin routes' and the console's
+	var recon *service.Reconciliations // Alipay's: the console's
 	var recons []*service.Reconciliations
+	byProvider := map[model.Provider]*service.Reconciliations{} // the admin routes'
+
 	for _, p := range providers.Names() {
 		r := service.NewReconciliations(store, providers[p], payments, log)
 		r.Provider = p
 		r.Background = ctx // a run an admin asked for outlives its request, not the service
 		recons = append(recons, r)
+		byProvider[p] = r
 		if p == model.ProviderAlipay {
 			recon = r
 		}
@@ -251,7 +254,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		Orders:          service.NewOrders(store),
 		Checkout:        checkout,
 		Refunds:         refunds,
-		Reconciliations: recon,
+		Reconciliations: byProvider,
 		JWTSecret:       []byte(cfg.APIJWTSecret),
 		AdminToken:      cfg.AdminToken,
 		Ops:             ops,

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -42,9 +43,9 @@ type Deps struct {
 	Refunds  *service.Refunds
 	// Console serves the operator console under /console; nil, it is off.
 	Console http.Handler
-	// Reconciliations, if set, serves the reconciliation views under
-	// /admin.
-	Reconciliations *service.Reconciliations
+	// Reconciliations, one per configured provider, serve the
+	// reconciliation views under /admin; empty, they are off.
+	Reconciliations map[model.Provider]*service.Reconciliations
 	DB              Readiness
 	Registry        *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
@@ -109,12 +110,17 @@ func New(d Deps) http.Handler {
 			admin.POST("/payments/:first/refund", a.RefundUnmatched)
 			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
 		}
-		if d.Reconciliations != nil {
-			h := &Reconciliations{recon: d.Reconciliations}
+		if len(d.Reconciliations) > 0 {
+			// /reconciliations/{date}… is Alipay's, as before WeChat Pay;
+			// /reconciliations/{provider}/{date}… names the provider.
+			h := &Reconciliations{recons: d.Reconciliations}
 			admin.GET("/reconciliations", h.List)
-			admin.GET("/reconciliations/:date", h.Detail)
-			admin.POST("/reconciliations/:date/run", h.Run)
-			admin.POST("/reconciliations/:date/items/:id/resolve", h.Resolve)
+			admin.GET("/reconciliations/:first", h.Detail)
+			admin.GET("/reconciliations/:first/:date", h.Detail)
+			admin.POST("/reconciliations/:first/run", h.Run)
+			admin.POST("/reconciliations/:first/:date/run", h.Run)
+			admin.POST("/reconciliations/:first/items/:id/resolve", h.Resolve)
+			admin.POST("/reconciliations/:first/:date/items/:id/resolve", h.Resolve)
 		}
 	}
 

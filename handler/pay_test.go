@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -43,9 +44,17 @@ type cashier struct {
 	// routes is handler.New's answer with every part switched on, before
 	// the test's OpenAPI check wraps it.
 	routes http.Handler
-	// recon is the reconciliation behind /admin/reconciliations.
-	recon *service.Reconciliations
+	// recon is the reconciliation behind /admin/reconciliations, Alipay's;
+	// wxRecon WeChat Pay's, whose bills are empty.
+	recon, wxRecon *service.Reconciliations
 }
+
+// emptyBill is a bill with no lines.
+type emptyBill struct{}
+
+func (emptyBill) BillTotals() model.BillTotals              { return model.BillTotals{} }
+func (emptyBill) Entries(func(model.BillEntry) error) error { return nil }
+func (emptyBill) Close() error                              { return nil }
 
 func newCashier(t *testing.T, store *dao.Store) *cashier {
 	t.Helper()
@@ -80,6 +89,10 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	payments := service.NewPayments(store)
 	providers := service.Providers{model.ProviderAlipay: alipay.NewProvider(client, c.url+notifyPath, "")}
 	c.recon = service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
+	c.wxRecon = service.NewReconciliations(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
+		return emptyBill{}, nil
+	}), payments, log)
+	c.wxRecon.Provider = model.ProviderWechatpay
 	c.routes = handler.New(handler.Deps{
 		Log:             log,
 		Verifier:        client,
@@ -90,7 +103,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		Ops:             service.NewOps(store),
 		Checkout:        service.NewCheckout(store, providers, payments, nil, log),
 		Refunds:         service.NewRefunds(store, providers, log),
-		Reconciliations: c.recon,
+		Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
 		DB:              store,
 		Registry:        prometheus.NewRegistry(),
 	})

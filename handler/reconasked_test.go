@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 	recon.Background = t.Context()
 	srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
 		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Ops: service.NewOps(store),
-		Reconciliations: recon, DB: store, APITimeout: 1500 * time.Millisecond,
+		Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderAlipay: recon}, DB: store, APITimeout: 1500 * time.Millisecond,
 	})))
 	t.Cleanup(srv.Close)
 	do := func(method, path string) (*http.Response, map[string]any) {
@@ -86,4 +87,57 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// With only WeChat Pay's reconciliation, Alipay's routes — with the
+// provider or without — answer 422 provider_not_configured, and the list
+// is WeChat Pay's.
+func TestReconciliationOfAProviderNotConfigured(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		wx := service.NewReconciliations(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
+			return emptyBill{}, nil
+		}), service.NewPayments(store), log)
+		wx.Provider = model.ProviderWechatpay
+		srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
+			Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Ops: service.NewOps(store),
+			Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderWechatpay: wx}, DB: store,
+		})))
+		t.Cleanup(srv.Close)
+		do := func(method, path string) (int, string) {
+			t.Helper()
+			req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+payAdminToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, string(b)
+		}
+		date := time.Now().In(model.Beijing).AddDate(0, 0, -1).Format("2006-01-02")
+		if status, body := do(http.MethodPost, "/admin/reconciliations/wechatpay/"+date+"/run"); status != http.StatusOK {
+			t.Fatalf("WeChat Pay's run: %d %s", status, body)
+		}
+		for _, r := range [][2]string{
+			{http.MethodGet, "/admin/reconciliations/" + date}, {http.MethodGet, "/admin/reconciliations/alipay/" + date},
+			{http.MethodPost, "/admin/reconciliations/" + date + "/run"}, {http.MethodPost, "/admin/reconciliations/alipay/" + date + "/run"},
+			{http.MethodGet, "/admin/reconciliations?provider=alipay"},
+		} {
+			if status, body := do(r[0], r[1]); status != http.StatusUnprocessableEntity || !strings.Contains(body, "provider_not_configured") {
+				t.Errorf("%s %s: %d %s, want 422 provider_not_configured", r[0], r[1], status, body)
+			}
+		}
+		if status, body := do(http.MethodGet, "/admin/reconciliations"); status != http.StatusOK || !strings.Contains(body, `"provider":"wechatpay"`) ||
+			strings.Contains(body, `"provider":"alipay"`) {
+			t.Fatalf("the list: %d %s", status, body)
+		}
+	})
 }

@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -12,25 +14,73 @@ import (
 )
 
 // Reconciliations serves the reconciliation views under /admin: runs,
-// their items, and an operator's resolution of an item.
+// their items, and an operator's resolution of an item, of each configured
+// provider's bill.
 type Reconciliations struct {
-	recon *service.Reconciliations
+	recons map[model.Provider]*service.Reconciliations
 }
 
-// List handles GET /admin/reconciliations?limit=N: the latest runs, newest
-// date first, each with its state, its counts per outcome and the bill's
-// totals against the ledger's.
+// run is the reconciliation and the date a route names:
+// /reconciliations/{date}… is Alipay's (as before WeChat Pay),
+// /reconciliations/{provider}/{date}… the provider's. gin wants one name
+// for the first wildcard of both.
+func (h *Reconciliations) run(c *gin.Context) (*service.Reconciliations, string, error) {
+	first, date := c.Param("first"), c.Param("date")
+	if date == "" {
+		first, date = string(model.ProviderAlipay), first
+	}
+	p, err := model.ParseProvider(first)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: no provider %q", model.ErrRunNotFound, model.Clip(first))
+	}
+	r, ok := h.recons[p]
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %s", model.ErrProviderOff, p.Name())
+	}
+	return r, date, nil
+}
+
+// List handles GET /admin/reconciliations?provider=P&limit=N: the latest
+// runs of provider P — of every configured provider without it — newest
+// date first (a date's runs in the order model.Providers lists them), each
+// with its state, its counts per outcome and the bill's totals against the
+// ledger's.
 func (h *Reconciliations) List(c *gin.Context) {
 	limit, err := strconv.Atoi(c.DefaultQuery("limit", "60"))
 	if err != nil || limit < 1 || limit > 366 {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 366")
 		return
 	}
-	runs, err := h.recon.Runs(c.Request.Context(), limit)
-	if err != nil {
-		apiError(c, err)
-		return
+	providers := model.Providers
+	if q, asked := c.GetQuery("provider"); asked {
+		p, err := model.ParseProvider(q)
+		if err != nil {
+			apiError(c, err)
+			return
+		}
+		if h.recons[p] == nil {
+			apiError(c, fmt.Errorf("%w: %s", model.ErrProviderOff, p.Name()))
+			return
+		}
+		providers = []model.Provider{p}
 	}
+	var runs []model.ReconRun
+	for _, p := range providers {
+		r := h.recons[p]
+		if r == nil {
+			continue
+		}
+		some, err := r.Runs(c.Request.Context(), limit)
+		if err != nil {
+			apiError(c, err)
+			return
+		}
+		runs = append(runs, some...)
+	}
+	// Each provider's are newest first already: a stable sort by date
+	// keeps a date's runs in provider order.
+	slices.SortStableFunc(runs, func(a, b model.ReconRun) int { return cmp.Compare(b.BillDate, a.BillDate) })
+	runs = runs[:min(len(runs), limit)]
 	out := make([]RunView, len(runs))
 	for i, r := range runs {
 		out[i] = NewRunView(r)
@@ -38,15 +88,21 @@ func (h *Reconciliations) List(c *gin.Context) {
 	writeJSON(c, http.StatusOK, gin.H{"reconciliations": out})
 }
 
-// Detail handles GET /admin/reconciliations/{date}?outcome=X&limit=N: a
-// run with its attempts and its items, of one outcome if asked.
+// Detail handles GET /admin/reconciliations/{provider}/{date}?outcome=X&limit=N
+// (and /admin/reconciliations/{date}, Alipay's): a run with its attempts
+// and its items, of one outcome if asked.
 func (h *Reconciliations) Detail(c *gin.Context) {
+	recon, date, err := h.run(c)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
 	limit, err := strconv.Atoi(c.DefaultQuery("limit", "1000"))
 	if err != nil || limit < 1 || limit > 10000 {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 10000")
 		return
 	}
-	d, err := h.recon.Detail(c.Request.Context(), c.Param("date"), model.ReconOutcome(c.Query("outcome")), limit)
+	d, err := recon.Detail(c.Request.Context(), date, model.ReconOutcome(c.Query("outcome")), limit)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -58,30 +114,44 @@ func (h *Reconciliations) Detail(c *gin.Context) {
 	writeJSON(c, http.StatusOK, gin.H{"reconciliation": NewRunView(d.ReconRun), "attempts": d.History, "items": items})
 }
 
-// Run handles POST /admin/reconciliations/{date}/run: reconciles the date
-// now (again, if it ran before: items are recomputed, nothing repaired
+// Run handles POST /admin/reconciliations/{provider}/{date}/run (and
+// /admin/reconciliations/{date}/run, Alipay's): reconciles the date now (again, if it ran before: items are recomputed, nothing repaired
 // twice) and answers the run as it ended — or, for a day too big to finish
 // within the request's deadline, 202 with the run RUNNING and Location its
 // view, while it goes on. 409 reconciliation_running when another instance
 // holds the date. A run claimed is in admin_audit.
 func (h *Reconciliations) Run(c *gin.Context) {
-	run, done, err := h.recon.RunAsked(c.Request.Context(), c.Param("date"))
+	recon, date, err := h.run(c)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	run, done, err := recon.RunAsked(c.Request.Context(), date)
 	if err != nil {
 		apiError(c, err)
 		return
 	}
 	if !done {
-		c.Header("Location", "/admin/reconciliations/"+run.BillDate)
+		view := "/admin/reconciliations/" + string(run.Provider) + "/" + run.BillDate
+		if c.Param("date") == "" { // asked by the route without the provider: answered the same way
+			view = "/admin/reconciliations/" + run.BillDate
+		}
+		c.Header("Location", view)
 		writeJSON(c, http.StatusAccepted, NewRunView(run))
 		return
 	}
 	writeJSON(c, http.StatusOK, NewRunView(run))
 }
 
-// Resolve handles POST /admin/reconciliations/{date}/items/{id}/resolve
-// with {"note": "...", "operator": "..."}: the item is marked resolved
+// Resolve handles POST /admin/reconciliations/{provider}/{date}/items/{id}/resolve
+// (and /admin/reconciliations/{date}/items/{id}/resolve, Alipay's) with {"note": "...", "operator": "..."}: the item is marked resolved
 // with the note, once; a second resolution returns the first.
 func (h *Reconciliations) Resolve(c *gin.Context) {
+	recon, date, err := h.run(c)
+	if err != nil {
+		apiError(c, err)
+		return
+	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		apiError(c, fmt.Errorf("%w: item id %q", model.ErrItemNotFound, c.Param("id")))
@@ -98,7 +168,7 @@ func (h *Reconciliations) Resolve(c *gin.Context) {
 	if req.Operator == "" {
 		req.Operator = "admin"
 	}
-	it, err := h.recon.ResolveItem(c.Request.Context(), c.Param("date"), id, req.Operator, req.Note)
+	it, err := recon.ResolveItem(c.Request.Context(), date, id, req.Operator, req.Note)
 	if err != nil {
 		apiError(c, err)
 		return

@@ -199,3 +199,113 @@ func TestRefundUnmatchedRouteByProvider(t *testing.T) {
 		}
 	})
 }
+
+// Each provider's reconciliation under /admin/reconciliations/{provider}/…,
+// Alipay's also under the routes without one: the list shows both
+// providers' runs (or one provider's, asked), a run and its items are read
+// and resolved by provider, and an item of one provider's run is not found
+// under the other's.
+func TestReconciliationViewsByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		c := newCashier(t, store)
+		auth := "Bearer " + payAdminToken
+		// Yesterday, Beijing: a WeChat Pay payment our ledger has that
+		// WeChat Pay's (empty) bill lacks.
+		at := time.Now().Add(-24 * time.Hour)
+		date := at.In(model.Beijing).Format("2006-01-02")
+		if _, err := store.SQL().Exec("INSERT INTO oms_order (order_sn, member_id, pay_amount) VALUES ('RV-WX', 1, '6.00')"); err != nil {
+			t.Fatal(err)
+		}
+		paidAt := at.UTC()
+		if _, _, err := c.wxRecon.Payments().Observe(t.Context(), model.Observation{Provider: model.ProviderWechatpay, Ref: "n", OutTradeNo: "RV-WX",
+			TradeNo: "4200000001202612010000000042", Amount: decimal.RequireFromString("6.00"), PaidAt: &paidAt}); err != nil {
+			t.Fatal(err)
+		}
+
+		var run struct {
+			Provider string         `json:"provider"`
+			BillDate string         `json:"bill_date"`
+			State    string         `json:"state"`
+			Counts   map[string]int `json:"counts"`
+		}
+		status, _, body := c.post(t, "/admin/reconciliations/wechatpay/"+date+"/run", auth, "", "")
+		if err := json.Unmarshal(body, &run); status != http.StatusOK || err != nil || run.Provider != "wechatpay" || run.State != "DONE" ||
+			run.Counts["MISSING_AT_PROVIDER"] != 1 {
+			t.Fatalf("WeChat Pay's run: %d %s", status, body)
+		}
+		// Alipay's day is not run yet, under either of its routes.
+		for _, path := range []string{"/admin/reconciliations/" + date, "/admin/reconciliations/alipay/" + date} {
+			if status, body := c.get(t, path, auth); status != http.StatusNotFound {
+				t.Fatalf("%s before Alipay's run: %d %s", path, status, body)
+			}
+		}
+		status, _, body = c.post(t, "/admin/reconciliations/alipay/"+date+"/run", auth, "", "")
+		if err := json.Unmarshal(body, &run); status != http.StatusOK || err != nil || run.Provider != "alipay" || run.Counts["MISSING_AT_PROVIDER"] != 0 {
+			t.Fatalf("Alipay's run: %d %s", status, body)
+		}
+
+		type list struct {
+			Reconciliations []struct {
+				Provider string `json:"provider"`
+				BillDate string `json:"bill_date"`
+			} `json:"reconciliations"`
+		}
+		var all, wx, ali list
+		c.mustGetJSON(t, "/admin/reconciliations", &all)
+		if len(all.Reconciliations) != 2 || all.Reconciliations[0].Provider != "alipay" || all.Reconciliations[1].Provider != "wechatpay" ||
+			all.Reconciliations[1].BillDate != date {
+			t.Fatalf("every provider's runs: %+v", all)
+		}
+		c.mustGetJSON(t, "/admin/reconciliations?provider=wechatpay", &wx)
+		c.mustGetJSON(t, "/admin/reconciliations?provider=alipay&limit=5", &ali)
+		if len(wx.Reconciliations) != 1 || wx.Reconciliations[0].Provider != "wechatpay" || len(ali.Reconciliations) != 1 || ali.Reconciliations[0].Provider != "alipay" {
+			t.Fatalf("one provider's runs: %+v %+v", wx, ali)
+		}
+		c.mustGetJSON(t, "/admin/reconciliations?limit=1", &all)
+		if len(all.Reconciliations) != 1 {
+			t.Fatalf("limit 1: %+v", all)
+		}
+		if status, body := c.get(t, "/admin/reconciliations?provider=paypal", auth); status != http.StatusBadRequest {
+			t.Fatalf("unknown provider: %d %s", status, body)
+		}
+
+		var detail struct {
+			Reconciliation struct {
+				Provider string `json:"provider"`
+			} `json:"reconciliation"`
+			Items []struct {
+				ID      int64  `json:"id"`
+				TradeNo string `json:"trade_no"`
+			} `json:"items"`
+		}
+		c.mustGetJSON(t, "/admin/reconciliations/wechatpay/"+date+"?outcome=MISSING_AT_PROVIDER", &detail)
+		if detail.Reconciliation.Provider != "wechatpay" || len(detail.Items) != 1 || detail.Items[0].TradeNo != "4200000001202612010000000042" {
+			t.Fatalf("WeChat Pay's run: %+v", detail)
+		}
+		id := strconv.FormatInt(detail.Items[0].ID, 10)
+		c.mustGetJSON(t, "/admin/reconciliations/"+date, &detail)
+		if detail.Reconciliation.Provider != "alipay" {
+			t.Fatalf("the route without a provider read %+v, want Alipay's", detail)
+		}
+		if status, body := c.get(t, "/admin/reconciliations/paypal/"+date, auth); status != http.StatusNotFound {
+			t.Fatalf("unknown provider's run: %d %s", status, body)
+		}
+
+		// WeChat Pay's item is not Alipay's, under either of its routes.
+		for _, path := range []string{"/admin/reconciliations/" + date + "/items/" + id + "/resolve", "/admin/reconciliations/alipay/" + date + "/items/" + id + "/resolve"} {
+			if status, _, body := c.post(t, path, auth, "", `{"note":"x"}`); status != http.StatusNotFound {
+				t.Fatalf("%s: %d %s", path, status, body)
+			}
+		}
+		mustAudited(t, store, model.AuditReconResolve, model.TargetReconItem, id, 0)
+		status, _, body = c.post(t, "/admin/reconciliations/wechatpay/"+date+"/items/"+id+"/resolve", auth, "", `{"note":"refunded by hand","operator":"ops-ann"}`)
+		var item struct {
+			Resolved   bool   `json:"resolved"`
+			ResolvedBy string `json:"resolved_by"`
+		}
+		if err := json.Unmarshal(body, &item); status != http.StatusOK || err != nil || !item.Resolved || item.ResolvedBy != "ops-ann" {
+			t.Fatalf("resolve WeChat Pay's item: %d %s", status, body)
+		}
+		mustAudited(t, store, model.AuditReconResolve, model.TargetReconItem, id, 1)
+	})
+}
