@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"paynotify/internal/galeratest"
 )
 
 // maxOtherCores is how much CPU other work may use before a cell starts.
@@ -41,6 +43,8 @@ type bench struct {
 	svcDB    string
 	baseDB   string
 	keepLogs bool
+	cluster  *galeratest.Cluster // -galera: three nodes
+	single   *galeratest.Cluster // -galera: one plain server beside them
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -115,6 +119,11 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 			return nil, err
 		}
 	}
+	if opt.galera {
+		if err := b.startGalera(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return b, nil
 }
@@ -147,6 +156,11 @@ func (b *bench) teardown() {
 	}
 	if b.admin != nil {
 		b.admin.Close()
+	}
+	for _, c := range []*galeratest.Cluster{b.cluster, b.single} {
+		if c != nil {
+			c.Stop()
+		}
 	}
 }
 
@@ -186,7 +200,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	// round-robin: as behind a load balancer.
 	meter := newCPUMeter()
 	var (
-		addrs, addrsB []string // addrsB: the -compare processes
+		addrs, addrsB []string      // addrsB: the -compare processes
+		private       []*privateSet // -galera: the cluster's, and one server's
 		svcs          []*process
 	)
 	defer func() {
@@ -229,6 +244,35 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		meter.watch("service", svc.cmd.Process.Pid)
 	}
 
+	if b.cluster != nil {
+		for _, set := range []*privateSet{{tag: galeraTag, servers: b.cluster}, {tag: singleTag, servers: b.single}} {
+			if set.db, err = sql.Open("mysql", set.servers.Nodes[0].DSN(b.svcDB)); err != nil {
+				return nil, err
+			}
+			defer set.db.Close()
+			for _, nd := range set.servers.Nodes {
+				meter.watch("mariadb", nd.PID())
+			}
+			for k := range galeraNodes {
+				nd := set.servers.Nodes[min(k, len(set.servers.Nodes)-1)]
+				addr, err := freeAddr()
+				if err != nil {
+					return nil, err
+				}
+				b.progress("starting paynotify serve on %s, on %s node %s", addr, set.tag, nd.Name)
+				svc, err := startProcess(ctx, b.bin, []string{"serve"}, append(b.serviceEnv(addr), "DB_DSN="+nd.DSN(b.svcDB)),
+					addr, filepath.Join(b.tmp, fmt.Sprintf("serve-%s-%d.log", nd.Name, k+1)))
+				if err != nil {
+					return nil, err
+				}
+				svcs = append(svcs, svc)
+				set.addrs = append(set.addrs, addr)
+				meter.watch("service", svc.cmd.Process.Pid)
+			}
+			private = append(private, set)
+		}
+	}
+
 	rep := &report{opt: b.opt}
 	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
 		return nil, err
@@ -244,9 +288,18 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		if addrsB != nil {
 			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
 		}
+		for _, set := range private {
+			kinds = append(kinds, kindFirst+set.tag, kindDuplicate+set.tag)
+		}
 		for _, kind := range kinds {
-			to, letter := addrs, "S"
-			if strings.HasSuffix(kind, "]") {
+			to, letter, db := addrs, "S", svcDB
+			var set *privateSet
+			for k, p := range private {
+				if strings.HasSuffix(kind, p.tag) {
+					set, to, letter, db = p, p.addrs, string(rune('G'+k)), p.db
+				}
+			}
+			if set == nil && strings.HasSuffix(kind, "]") {
 				to, letter = addrsB, "C"
 			}
 			for attempt := 0; ; attempt++ {
@@ -265,17 +318,21 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst, b.compared(kindFirst):
+				case kindFirst, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
 					orders := makeOrders(letter+prefix, per)
-					if err := seedOrders(ctx, svcDB, orders); err != nil {
+					if err := seedOrders(ctx, db, orders); err != nil {
 						return nil, err
 					}
 					if bodies, err = b.sign(ctx, orders); err != nil {
 						return nil, err
 					}
-					sent += per
+					if set != nil {
+						set.sent += per
+					} else {
+						sent += per
+					}
 					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
-				case kindDuplicate, b.compared(kindDuplicate):
+				case kindDuplicate, b.compared(kindDuplicate), kindDuplicate + galeraTag, kindDuplicate + singleTag:
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.
 					seed := 100*c + attempt
@@ -308,6 +365,17 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	}
 	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
 		return nil, err
+	}
+	for _, set := range private {
+		if rep.invariant != "" {
+			break
+		}
+		if rep.invariant, err = checkApplied(ctx, set.db, set.sent); err != nil {
+			return nil, err
+		}
+		if rep.invariant != "" {
+			rep.invariant = strings.TrimSpace(set.tag) + ": " + rep.invariant
+		}
 	}
 	return rep, nil
 }
