@@ -33,7 +33,7 @@ func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Paym
 func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliations) {
 	items := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
-		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_ALIPAY, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",
+		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_PROVIDER, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",
 	}, []string{"outcome"})
 	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_runs_total",

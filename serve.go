@@ -24,6 +24,7 @@ import (
 	"paynotify/lock"
 	"paynotify/model"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
 // serve runs the service as an operator deploys it.
@@ -123,6 +124,12 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// wechatpay, if set, is the WeChat Pay provider: payments through it,
+	// its jobs and POST /wechatpay/notify.
+	wechatpay *wechatpay.Provider
+	// weChatNotice, if set, checks WeChat Pay's notifications instead of
+	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	weChatNotice handler.WeChatPayVerifier
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -144,6 +151,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	// Payment Providers: one adapter per provider configured, by name.
 	providers := service.Providers{
 		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	}
+	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
+	if a.wechatpay != nil {
+		providers[model.ProviderWechatpay] = a.wechatpay
+		weChat = a.wechatpay
+		if a.weChatNotice != nil {
+			weChat = a.weChatNotice
+		}
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
@@ -189,6 +204,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	h := handler.New(handler.Deps{
 		Log:             log,
 		Verifier:        verifier,
+		WeChatPay:       weChat,
 		Payments:        payments,
 		Orders:          service.NewOrders(store),
 		Checkout:        checkout,

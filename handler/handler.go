@@ -26,8 +26,11 @@ type Readiness interface {
 type Deps struct {
 	Log      *slog.Logger
 	Verifier Verifier
-	Payments *service.Payments
-	Orders   *service.Orders
+	// WeChatPay verifies WeChat Pay's notifications; nil, /wechatpay/notify
+	// is off.
+	WeChatPay WeChatPayVerifier
+	Payments  *service.Payments
+	Orders    *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
@@ -70,6 +73,10 @@ func New(d Deps) http.Handler {
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)
+	if d.WeChatPay != nil {
+		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		r.POST("/wechatpay/notify", w.Notify)
+	}
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
@@ -91,7 +98,11 @@ func New(d Deps) http.Handler {
 		admin.GET("/orders/:sn/refunds", a.Refunds)
 		if d.Refunds != nil {
 			admin.POST("/orders/:sn/refunds", a.Refund)
-			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
 		}
 		if d.Reconciliations != nil {
 			h := &Reconciliations{recon: d.Reconciliations}

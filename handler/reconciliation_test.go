@@ -67,7 +67,7 @@ func TestReconciliationViews(t *testing.T) {
 			t.Fatalf("runs %+v", list)
 		}
 		r := list.Reconciliations[0]
-		if r.BillDate != date || r.State != "DONE" || r.Counts["REPAIRED"] != 1 || r.Counts["MISSING_AT_ALIPAY"] != 1 ||
+		if r.BillDate != date || r.State != "DONE" || r.Counts["REPAIRED"] != 1 || r.Counts["MISSING_AT_PROVIDER"] != 1 ||
 			r.Unresolved != 1 || r.Bill["payment_amount"] != "8.00" || r.Ledger["payment_amount"] != "13.00" {
 			t.Fatalf("run %+v", r)
 		}
@@ -81,7 +81,7 @@ func TestReconciliationViews(t *testing.T) {
 				Note     string `json:"note"`
 			} `json:"items"`
 		}
-		c.mustGetJSON(t, "/admin/reconciliations/"+date+"?outcome=MISSING_AT_ALIPAY", &detail)
+		c.mustGetJSON(t, "/admin/reconciliations/"+date+"?outcome=MISSING_AT_PROVIDER", &detail)
 		if len(detail.Items) != 1 || detail.Items[0].TradeNo != "T-RV-FORGED" || detail.Items[0].Resolved {
 			t.Fatalf("items %+v", detail)
 		}
@@ -158,6 +158,32 @@ func TestRefundUnmatchedRoute(t *testing.T) {
 		mustAudited(t, store, model.AuditPaymentRefund, model.TargetPayment, "T-NO-ORDER-1", 1)
 		if status, _, body := c.post(t, "/admin/payments/T-NONE/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
 			t.Fatalf("no payment: %d %s", status, body)
+		}
+	})
+}
+
+// POST /admin/payments/{provider}/{trade_no}/refund: the same for any
+// provider's payment; the form without a provider is Alipay's only.
+func TestRefundUnmatchedRouteByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		c := newCashier(t, store)
+		at := time.Now().UTC()
+		if _, outcome, err := c.recon.Payments().Observe(t.Context(), model.Observation{Provider: model.ProviderWechatpay, Ref: "wx-n",
+			OutTradeNo: "NO-ORDER-WX", TradeNo: "4200000001202612010000000001", Amount: decimal.RequireFromString("9.90"), PaidAt: &at}); err != nil || outcome != model.OutcomeUnmatched {
+			t.Fatalf("observe: %s %v", outcome, err)
+		}
+		if status, _, body := c.post(t, "/admin/payments/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
+			t.Fatalf("WeChat Pay's payment by the Alipay form: %d %s", status, body)
+		}
+		if status, _, body := c.post(t, "/admin/payments/paypal/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
+			t.Fatalf("unknown provider: %d %s", status, body)
+		}
+		status, _, body := c.post(t, "/admin/payments/wechatpay/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", "")
+		var p struct {
+			Provider, TradeNo, State string
+		}
+		if err := json.Unmarshal(body, &p); status != http.StatusAccepted || err != nil || p.State != "REFUND_PENDING" || p.Provider != "wechatpay" {
+			t.Fatalf("refund: %d %s", status, body)
 		}
 	})
 }

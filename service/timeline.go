@@ -63,10 +63,12 @@ func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
 			return Found{}, err
 		}
 	}
-	if p, err := o.store.Payment(ctx, model.ProviderAlipay, q); err == nil {
-		return o.foundPayment(ctx, p)
-	} else if !errors.Is(err, model.ErrPaymentNotFound) {
-		return Found{}, err
+	for _, provider := range model.Providers {
+		if p, err := o.store.Payment(ctx, provider, q); err == nil {
+			return o.foundPayment(ctx, p)
+		} else if !errors.Is(err, model.ErrPaymentNotFound) {
+			return Found{}, err
+		}
 	}
 	if len(q) <= 64 {
 		if a, err := o.store.AttemptByOutTradeNo(ctx, q); err == nil {

@@ -39,6 +39,13 @@ var (
 	refundTotals  = regexp.MustCompile(`^#退款合计[:：]\s*(\d+)\s*笔[,，]\s*商家实收退款共\s*(-?\d+(?:\.\d{1,2})?)\s*元`)
 )
 
+// dateRange is the preamble's "#起始日期：[2026年11月30日 00:00:00]
+// 终止日期：[2026年12月01日 00:00:00]".
+var dateRange = regexp.MustCompile(`^#起始日期[:：]\s*\[([^\]]+)\]\s*终止日期[:：]\s*\[([^\]]+)\]`)
+
+// rangeTime is the layout of the range's times.
+const rangeTime = "2006年01月02日 15:04:05"
+
 // gbkPayment and gbkRefund are 交易 and 退款 as GBK bytes: the kind cell is
 // compared undecoded.
 var gbkPayment, gbkRefund = mustGBK(kindPayment), mustGBK(kindRefund)
@@ -60,6 +67,8 @@ type scanner struct {
 	stated  model.BillTotals
 	counted model.BillTotals
 	seen    struct{ payments, refunds bool }
+	// from and to are the preamble's date range, zero if it has none.
+	from, to time.Time
 }
 
 // Scan reads a detail (GBK CSV in Alipay's layout) from r, calling fn for
@@ -69,7 +78,19 @@ type scanner struct {
 // earlier entries: act on them only once Scan has returned nil (Open does
 // exactly that).
 func Scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error) {
+	t, _, err := scan(r, fn)
+	return t, err
+}
+
+// scan is Scan, which also says the date range the preamble states (zero
+// times if none).
+func scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, [2]time.Time, error) {
 	s := &scanner{}
+	t, err := s.run(r, fn)
+	return t, [2]time.Time{s.from, s.to}, err
+}
+
+func (s *scanner) run(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		raw, err := br.ReadSlice('\n')
@@ -172,7 +193,24 @@ func (s *scanner) frame(text string) error {
 		return s.fail("a # line inside the detail: %q", clip(text))
 	case s.part == trailer:
 		return s.totals(text)
+	case s.part == preamble && strings.HasPrefix(text, "#起始日期"):
+		return s.readRange(text)
 	}
+	return nil
+}
+
+// readRange reads the preamble's date range.
+func (s *scanner) readRange(text string) error {
+	m := dateRange.FindStringSubmatch(text)
+	if m == nil {
+		return s.fail("unreadable date range %q", clip(text))
+	}
+	from, err1 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[1]), model.Beijing)
+	to, err2 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[2]), model.Beijing)
+	if err1 != nil || err2 != nil || !to.After(from) {
+		return s.fail("unreadable date range %q", clip(text))
+	}
+	s.from, s.to = from, to
 	return nil
 }
 
@@ -282,14 +320,14 @@ func (s *scanner) row(raw []byte) (model.BillEntry, error) {
 		return e, s.fail("%s %q is neither %s nor %s", ColKind, clip(text), kindPayment, kindRefund)
 	}
 	var err error
-	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true); err != nil {
+	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true, model.MaxTradeNoLen); err != nil {
 		return e, err
 	}
-	if e.OutTradeNo, err = s.ident(ColOutTradeNo, cell(ColOutTradeNo), true); err != nil {
+	if e.OutTradeNo, err = s.ident(ColOutTradeNo, cell(ColOutTradeNo), true, model.MaxRefLen); err != nil {
 		return e, err
 	}
 	if e.Kind == model.BillRefund {
-		if e.OutRequestNo, err = s.ident(ColOutRequestNo, cell(ColOutRequestNo), false); err != nil {
+		if e.OutRequestNo, err = s.ident(ColOutRequestNo, cell(ColOutRequestNo), false, model.MaxRefLen); err != nil {
 			return e, err
 		}
 		if e.OutRequestNo == "" {
@@ -320,16 +358,19 @@ func (s *scanner) row(raw []byte) (model.BillEntry, error) {
 	return e, nil
 }
 
-// ident reads an identifier cell: ASCII, like every number Alipay echoes.
-func (s *scanner) ident(col string, b []byte, need bool) (string, error) {
+// ident reads an identifier cell: what the ledger can record
+// (model.Recordable: at most most letters, digits, '-', '_', '.', ':'),
+// checked while Open reads the whole file, so a line the ledger could not
+// take fails the run before anything is repaired.
+func (s *scanner) ident(col string, b []byte, need bool, most int) (string, error) {
 	if len(b) == 0 {
 		if need {
 			return "", s.fail("%s is empty", col)
 		}
 		return "", nil
 	}
-	if hasNonASCII(b) || len(b) > 128 {
-		return "", s.fail("%s is not an ASCII identifier of at most 128 bytes", col)
+	if !model.Recordable(string(b), most) {
+		return "", s.fail("%s %q is not an identifier of at most %d letters, digits, '-', '_', '.', ':'", col, clip(strings.ToValidUTF8(string(b), "?")), most)
 	}
 	return string(b), nil
 }
