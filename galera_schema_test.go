@@ -24,7 +24,7 @@ var galeraForbidden = regexp.MustCompile(`(?i)\bLOCK\s+TABLES?\b|\bGET_LOCK\s*\(
 // every table has a primary key (Galera replicates rows by it; deleting
 // from a table without one is a full scan on every node) and is InnoDB
 // (the only engine it replicates); a second migrate, on another node,
-// does nothing.
+// does nothing. A store on a node runs its sessions with wsrep_sync_wait.
 func TestGaleraSchema(t *testing.T) {
 	var sources []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -76,6 +76,11 @@ func TestGaleraSchema(t *testing.T) {
 		t.Cleanup(func() { store.Close() })
 		if err := schemaCurrent(ctx, store); err != nil {
 			t.Fatalf("node %s after one migrate: %v", nd.Name, err)
+		}
+		// The store found a Galera node: its reads wait for the cluster.
+		var wait int
+		if err := store.SQL().QueryRowContext(ctx, "SELECT @@SESSION.wsrep_sync_wait").Scan(&wait); err != nil || wait != 1 {
+			t.Fatalf("node %s: the store's sessions run with wsrep_sync_wait %d (%v), want 1", nd.Name, wait, err)
 		}
 		stores = append(stores, store)
 	}
