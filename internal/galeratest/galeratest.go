@@ -3,8 +3,8 @@
 // directory and configuration file (never /etc/mysql, never the server on
 // 3306), bootstrapped from node 1 and joined one at a time. A node can be
 // killed as a crash would and brought back by IST, or cut off from the
-// others. Without MariaDB, Galera or rsync the tests skip loudly (fail
-// under CI).
+// others. The tests run only with TEST_GALERA set; without MariaDB,
+// Galera or rsync they skip loudly then (fail under CI).
 package galeratest
 
 import (
@@ -47,6 +47,11 @@ type Cluster struct {
 	dir   string
 }
 
+// Env, set to anything, runs the cluster tests: they take minutes, so the
+// everyday test command skips them (loudly) and .ci/run runs them in a
+// step of their own.
+const Env = "TEST_GALERA"
+
 var shared struct {
 	sync.Mutex
 	c   *Cluster
@@ -59,6 +64,9 @@ var shared struct {
 // node synced as it found it). The package's TestMain calls StopShared.
 func Shared(tb testing.TB) *Cluster {
 	tb.Helper()
+	if os.Getenv(Env) == "" {
+		tb.Skipf("SKIPPING Galera cluster test: set %s=1 to run it (.ci/run does, in a step of its own)", Env)
+	}
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.err != "" {
