@@ -32,17 +32,36 @@ func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
-	// Every problem at once: the general settings' and Alipay's.
+	// Every problem at once: the general settings' and each provider's.
+	// A provider is on when its variables are set; with none set, Alipay's
+	// are named as missing, as before WeChat Pay.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
-	if err := config.Join(err, aerr); err != nil {
+	var (
+		acfg     alipay.Config
+		aerr     error
+		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
+	)
+	if alipayOn {
+		acfg, aerr = cfg.Alipay(devKeys())
+	}
+	wcfg, weChatOn, werr := cfg.WeChatPayClient(devKeys())
+	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
-	client, err := alipay.New(acfg)
-	if err != nil {
-		return err
+	a := app{cfg: cfg}
+	if alipayOn {
+		if a.alipay, err = alipay.New(acfg); err != nil {
+			return err
+		}
+	}
+	if weChatOn {
+		wc, err := wechatpay.New(wcfg)
+		if err != nil {
+			return err
+		}
+		a.wechatpay = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -53,7 +72,8 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	warnAuditGrants(ctx, log, store)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+	a.store = store
+	return listenAndServe(ctx, log, env, a)
 }
 
 // schemaCurrent refuses a database whose schema is behind this binary:
@@ -112,8 +132,9 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 
 // app is what listenAndServe runs.
 type app struct {
-	cfg    config.Config
-	store  *dao.Store
+	cfg   config.Config
+	store *dao.Store
+	// alipay is the Alipay client, nil when Alipay is off.
 	alipay *alipay.Client
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
@@ -124,6 +145,11 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// dev is paynotify dev: what it says at start fits the development keys.
+	dev bool
+	// manualRefunds leaves payments owed back to an operator (dev
+	// -manual-refunds): the refund worker does not take them.
+	manualRefunds bool
 	// wechatpay, if set, is the WeChat Pay provider: payments through it,
 	// its jobs and POST /wechatpay/notify.
 	wechatpay *wechatpay.Provider
@@ -149,8 +175,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	payments.OnUnmatched = countUnmatched(reg, log)
 	countGroups(reg, payments)
 	// Payment Providers: one adapter per provider configured, by name.
-	providers := service.Providers{
-		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	providers := service.Providers{}
+	if a.alipay != nil {
+		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
 	if a.wechatpay != nil {
@@ -162,9 +189,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = countRefunds(reg)
-	recon := service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
-	recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	countReconciliations(reg, recon)
+	refunds.LeavePending = a.manualRefunds
+	var recon *service.Reconciliations
+	if bills, ok := providers[model.ProviderAlipay]; ok {
+		recon = service.NewReconciliations(store, bills, payments, log)
+		recon.Background = ctx // a run an admin asked for outlives its request, not the service
+		countReconciliations(reg, recon)
+	}
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -181,9 +212,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
-	var verifier handler.Verifier = a.alipay
-	if a.verifier != nil {
+	var verifier handler.Verifier // nil: no /alipay/notify
+	switch {
+	case a.verifier != nil:
 		verifier = a.verifier
+	case a.alipay != nil:
+		verifier = a.alipay
 	}
 	ops := service.NewOps(store)
 	var cons http.Handler
@@ -228,11 +262,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		h = mux
 	}
 	reconciler := service.NewReconciler(store, providers, payments, log)
-	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	// One round asks every provider its rows name: as often as the most
+	// eager provider wants.
+	interval := cfg.AlipayJobsInterval
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+		interval = cfg.WeChatPayJobsInterval()
+	}
+	reconciler.Interval, refunds.Interval = interval, interval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
-	if at, on, _ := cfg.ReconTime(); on {
+	if at, on, _ := cfg.ReconTime(); recon == nil {
+		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	} else if on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())
+	} else if a.dev {
+		// paynotify reconcile refuses the development keys, as serve does.
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}
@@ -298,13 +343,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 // newLogger logs JSON for machines (serve) or text for people (dev).
 // The MySQL driver's own reports go to it too (driverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
 	driverLogger.Store(log)
 	return log
+}
+
+// readableDuration logs a duration as people write it ("30m0s"), where
+// slog's JSON handler would write nanoseconds (1800000000000).
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // consumeCmd runs the accounting consumer until SIGTERM.

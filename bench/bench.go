@@ -39,6 +39,7 @@ type bench struct {
 	bin      string
 	profBin  string // bin plus the profiling hook, if -profile
 	keys     keys
+	wxKeys   weChatKeys // with -wechatpay
 	dbNames  []string
 	svcDB    string
 	baseDB   string
@@ -101,6 +102,11 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 	if b.keys, err = newKeys(); err != nil {
 		return nil, err
 	}
+	if opt.wechatpay {
+		if b.wxKeys, err = newWeChatKeys(b.tmp); err != nil {
+			return nil, err
+		}
+	}
 
 	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().Unix()%100000)
 	b.svcDB, b.baseDB = "paynotify_bench_svc_"+suffix, "paynotify_bench_base_"+suffix
@@ -130,7 +136,11 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 
 func (b *bench) serviceEnv(addr string) []string {
 	// Later entries win: -env can override the defaults.
-	return append(serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys), b.opt.extraEnv...)
+	env := serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys)
+	if b.opt.wechatpay {
+		env = append(env, b.wxKeys.env()...)
+	}
+	return append(env, b.opt.extraEnv...)
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -284,7 +294,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	sent := 0 // distinct notices the service received
 	for _, c := range b.opt.levels {
 		var bodies [][]byte // the first notices the storm resends
+		var wxReqs []weChatRequest
 		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		if b.opt.wechatpay {
+			kinds = append(kinds, kindWeChatFirst, kindWeChatDuplicate)
+		}
 		if addrsB != nil {
 			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
 		}
@@ -332,6 +346,22 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						sent += per
 					}
 					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
+				case kindWeChatFirst:
+					orders := makeOrders("W"+prefix, per)
+					if err := seedOrders(ctx, svcDB, orders); err != nil {
+						return nil, err
+					}
+					t0 := time.Now()
+					if wxReqs, err = weChatNotices(ctx, b.wxKeys, orders); err != nil {
+						return nil, err
+					}
+					b.progress("sealed and signed %d WeChat Pay notifications in %v", len(wxReqs), time.Since(t0).Round(time.Millisecond))
+					sent += per
+					warm, meas = weChatOps(to, wxReqs, seq(0, w)), weChatOps(to, wxReqs, seq(w, per))
+				case kindWeChatDuplicate:
+					seed := 100*c + attempt
+					warm = weChatOps(to, wxReqs, shuffled(seq(0, w), seed))
+					meas = weChatOps(to, wxReqs, shuffled(seq(w, per), seed+50))
 				case kindDuplicate, b.compared(kindDuplicate), kindDuplicate + galeraTag, kindDuplicate + singleTag:
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.

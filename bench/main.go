@@ -68,6 +68,9 @@ type options struct {
 	// galera also runs the service workloads on a private 3-node Galera
 	// cluster, one serve process on each of two nodes, in the same run.
 	galera bool
+	// wechatpay also measures WeChat Pay's first notices and duplicates,
+	// on the same processes, beside Alipay's.
+	wechatpay bool
 }
 
 // envFlags collects repeated -env K=V.
@@ -100,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
 	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
+	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {

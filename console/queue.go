@@ -31,11 +31,17 @@ func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	pageNo := pageParam(r, "page")
 	rows, count, err := c.d.Ops.RefundQueue(r.Context(), state, pageNo)
+	if err == nil && count.Count == 0 && r.URL.Query().Get("state") == "" {
+		// No tab asked for and none failed: open on those in progress, so
+		// the page never opens empty beside a busy queue.
+		state = model.RefundRefunding
+		rows, count, err = c.d.Ops.RefundQueue(r.Context(), state, pageNo)
+	}
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "refunds", refundQueueData{page: c.page(r, "Refunds "+string(state)), State: state,
+	c.render(w, r, http.StatusOK, "refunds", refundQueueData{page: c.page(r, "Refunds "+label(state)), State: state,
 		States: states, Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
 }
 
@@ -59,11 +65,16 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	rows, count, err := c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
+	if err == nil && count.Count == 0 && r.URL.Query().Get("state") == "" {
+		// No tab asked for and none failed: open on those pending.
+		state = model.OutboxPending
+		rows, count, err = c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
+	}
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	d := outboxQueueData{page: c.page(r, "Outbox "+string(state)), State: state,
+	d := outboxQueueData{page: c.page(r, "Outbox "+label(state)), State: state,
 		States: states, Rows: rows, Count: count,
 		After: after}
 	if len(rows) == service.QueuePage {
@@ -74,22 +85,26 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 
 type auditData struct {
 	page
-	// Filter is the operator the log is filtered by.
-	Filter string
-	Rows   []model.Audit
-	Next   int64
+	// Filter is the operator the log is filtered by; Sessions, whether it
+	// shows sign-ins and sign-outs.
+	Filter   string
+	Sessions bool
+	Rows     []model.Audit
+	Next     int64
 }
 
 // auditLog lists what operators did, newest first.
 func (c *Console) auditLog(w http.ResponseWriter, r *http.Request) {
 	operator := r.URL.Query().Get("operator")
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	rows, err := c.d.Ops.AuditLog(r.Context(), operator, max(before, 0))
+	// Sign-ins and sign-outs would bury the actions: shown when asked.
+	sessions := r.URL.Query().Get("sessions") == "1"
+	rows, err := c.d.Ops.AuditLog(r.Context(), operator, max(before, 0), sessions)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	d := auditData{page: c.page(r, "Audit log"), Filter: operator, Rows: rows}
+	d := auditData{page: c.page(r, "Audit log"), Filter: operator, Sessions: sessions, Rows: rows}
 	if len(rows) == service.QueuePage {
 		d.Next = rows[len(rows)-1].ID
 	}

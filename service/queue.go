@@ -58,8 +58,8 @@ func (o *Ops) OutboxQueue(ctx context.Context, state model.OutboxState, after in
 
 // AuditLog lists one page of operator actions, newest first, with an id
 // below before (0: the newest), by one operator if set.
-func (o *Ops) AuditLog(ctx context.Context, operator string, before int64) ([]model.Audit, error) {
-	return o.store.AuditPage(ctx, operator, before, QueuePage)
+func (o *Ops) AuditLog(ctx context.Context, operator string, before int64, sessions bool) ([]model.Audit, error) {
+	return o.store.AuditPage(ctx, operator, before, QueuePage, sessions)
 }
 
 // Payment reads one payment by its provider and trade_no, with its order's

@@ -101,6 +101,32 @@ func ParseBillDate(s string) (time.Time, error) {
 	return t, nil
 }
 
+// FirstBillDate is the first day a bill can be asked for: Alipay opened
+// in December 2004, and no provider has a bill of an earlier day.
+const FirstBillDate = "2004-12-01"
+
+// CheckBillDate reads a date a run is asked for (yyyy-MM-dd, Beijing) and
+// refuses what cannot have a bill: a day before FirstBillDate, or one
+// after yesterday as of now (a day's bill is published the next
+// morning). It is the edge's check, before anything is claimed or
+// fetched; errors wrap model.ErrInvalidRequest.
+func CheckBillDate(s string, now time.Time) (time.Time, error) {
+	day, err := ParseBillDate(s)
+	if err != nil {
+		return day, err
+	}
+	first, _ := ParseBillDate(FirstBillDate)
+	if day.Before(first) {
+		return time.Time{}, fmt.Errorf("%w: %s is before any bill (the first is of %s)", model.ErrInvalidRequest, s, FirstBillDate)
+	}
+	n := now.In(model.Beijing)
+	if today := time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, model.Beijing); !day.Before(today) {
+		return time.Time{}, fmt.Errorf("%w: %s has no bill yet (a day's bill is published the next morning; the latest is of %s)",
+			model.ErrInvalidRequest, s, Yesterday(now))
+	}
+	return day, nil
+}
+
 // Yesterday is the Beijing date before now's.
 func Yesterday(now time.Time) string {
 	return now.In(model.Beijing).AddDate(0, 0, -1).Format("2006-01-02")
@@ -184,19 +210,16 @@ type claimed struct {
 // claim claims date's run for an attempt of this instance; asked, through
 // the admin API, with the ask in admin_audit.
 func (r *Reconciliations) claim(ctx context.Context, date string, asked bool) (claimed, error) {
-	day, err := ParseBillDate(date)
+	day, err := CheckBillDate(date, r.now())
 	if err != nil {
 		return claimed{}, err
-	}
-	if !day.Before(r.today()) {
-		return claimed{}, fmt.Errorf("%w: %s has no bill yet (Alipay publishes a day's bill the next morning)", model.ErrInvalidRequest, date)
 	}
 	started := r.now()
 	var audit *model.Audit
 	if asked {
 		audit = &model.Audit{Key: apiKey(model.AuditReconRun, date, r.owner, strconv.FormatInt(started.UnixNano(), 10)),
 			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
-			After: string(model.ReconRunning)}
+			After: model.AuditReconRunAsked}
 	}
 	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {
