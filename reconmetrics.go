@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,21 +14,21 @@ import (
 // what counts into it and logs, for service.Payments.OnUnmatched: money we
 // hold with no order is an operator's to refund.
 func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Payment) {
-	c := prometheus.NewCounter(prometheus.CounterOpts{
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_payments_unmatched_total",
-		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED: refund them (POST /admin/payments/{trade_no}/refund).",
-	})
+		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
+	}, []string{"provider"})
 	reg.MustRegister(c)
 	return func(p model.Payment) {
-		c.Inc()
-		log.Warn("payment for no order recorded UNMATCHED: refund it", "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
+		c.WithLabelValues(string(p.Provider)).Inc()
+		log.Warn("payment for no order recorded UNMATCHED: refund it", "provider", p.Provider, "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
 			"amount", p.Amount.StringFixed(2))
 	}
 }
 
 // countReconciliations registers reconciliation's metrics and hooks them
-// to recon: items by outcome, runs by state and their duration, and the
-// last bill date reconciled successfully.
+// to recon: items by outcome, runs by state and their duration (the last
+// bill date reconciled is read from the runs: stateGauges).
 func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliations) {
 	items := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
@@ -44,38 +43,23 @@ func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliati
 		Help:    "How long a reconciliation attempt took.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600},
 	})
-	last := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_last_success_date",
-		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing: alert when it is older than two days.",
-	})
-	reg.MustRegister(items, runs, duration, last)
+	reg.MustRegister(items, runs, duration)
 	for _, o := range model.ReconOutcomes {
 		items.WithLabelValues(string(o))
 	}
 	for _, r := range []string{"done", "differences", "failed"} {
 		runs.WithLabelValues(r)
 	}
-	var mu sync.Mutex
-	var lastDay int64
 	recon.OnItem = func(o model.ReconOutcome) { items.WithLabelValues(string(o)).Inc() }
 	recon.OnFinished = func(run model.ReconRun, took time.Duration) {
 		duration.Observe(took.Seconds())
 		switch {
 		case run.State == model.ReconFailed:
 			runs.WithLabelValues("failed").Inc()
-			return
 		case run.Unresolved > 0:
 			runs.WithLabelValues("differences").Inc()
 		default:
 			runs.WithLabelValues("done").Inc()
-		}
-		if day, err := service.ParseBillDate(run.BillDate); err == nil {
-			mu.Lock()
-			if day.Unix() > lastDay {
-				lastDay = day.Unix()
-				last.Set(float64(lastDay))
-			}
-			mu.Unlock()
 		}
 	}
 }

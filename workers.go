@@ -16,7 +16,7 @@ import (
 )
 
 // workers are what runs beside the HTTP server: every background job
-// (the order closer, the Alipay jobs, the outbox relay when NATS_URL is
+// (the order closer, the retention job, the Alipay jobs, the outbox relay when NATS_URL is
 // set) through service.RunJobs, and, in dev, the accounting consumer — all
 // in one errgroup, stopped by one context.
 type workers struct {
@@ -25,14 +25,19 @@ type workers struct {
 	broker *broker.JetStream
 }
 
-// startWorkers starts the background jobs: the closer and the relay, made
-// here from the configuration, and the jobs given. They stop with stop(),
-// not with the server's context, so they outlive the HTTP drain.
+// startWorkers starts the background jobs: the closer, the retention job
+// and the relay, made here from the configuration, and the jobs given.
+// They stop with stop(), not with the server's context, so they outlive
+// the HTTP drain.
 func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, reg prometheus.Registerer, consume bool, jobs ...service.Job) (*workers, error) {
 	m := newWorkerMetrics(reg, store)
 	closer := service.NewCloser(store, log)
 	closer.PayTimeout, closer.Interval, closer.Batch = cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch
-	jobs = append([]service.Job{closer.Job()}, jobs...)
+	retention := service.NewRetention(store)
+	retention.Outbox, retention.Recon = cfg.OutboxRetention, cfg.ReconRetention
+	retention.OnPurged = func(t service.PurgeTable, n int) { m.purged.WithLabelValues(string(t)).Add(float64(n)) }
+	retention.OnOverdue = func(t service.PurgeTable, d time.Duration) { m.overdue.WithLabelValues(string(t)).Set(d.Seconds()) }
+	jobs = append([]service.Job{closer.Job(), retention.Job()}, jobs...)
 	m.closerJob = closer.Job().Name
 
 	var b *broker.JetStream
@@ -96,6 +101,8 @@ type workerMetrics struct {
 	closed    prometheus.Counter
 	published *prometheus.CounterVec
 	consumed  *prometheus.CounterVec
+	purged    *prometheus.CounterVec
+	overdue   *prometheus.GaugeVec
 }
 
 func newWorkerMetrics(reg prometheus.Registerer, store *dao.Store) *workerMetrics {
@@ -116,7 +123,17 @@ func newWorkerMetrics(reg prometheus.Registerer, store *dao.Store) *workerMetric
 			Name: "paynotify_accounting_events_total", Help: "Events the accounting consumer booked, or found booked already.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.rounds, m.rows, m.closed, m.published, m.consumed)
+	m.purged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_retention_deleted_total", Help: "Rows the retention job deleted, by table.",
+	}, []string{"table"})
+	m.overdue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paynotify_retention_overdue_seconds",
+		Help: "How long past its retention the oldest row the retention job has still to delete is, by table (0: caught up), as of its last round.",
+	}, []string{"table"})
+	for _, t := range service.PurgeTables {
+		m.purged.WithLabelValues(string(t))
+	}
+	reg.MustRegister(m.rounds, m.rows, m.closed, m.published, m.consumed, m.purged, m.overdue)
 	for _, state := range []model.OutboxState{model.OutboxPending, model.OutboxFailed} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "paynotify_outbox_rows",

@@ -46,6 +46,7 @@ type bench struct {
 	keepLogs bool
 	cluster  *galeratest.Cluster // -galera: three nodes
 	single   *galeratest.Cluster // -galera: one plain server beside them
+	purger   *purger             // -purge
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -130,6 +131,17 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 			return nil, err
 		}
 	}
+	if opt.purge > 0 {
+		db, err := sql.Open("mysql", dsnFor(server, b.svcDB, nil))
+		if err != nil {
+			return nil, err
+		}
+		err = fillPurgeable(ctx, db, opt.purge, log)
+		db.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return b, nil
 }
@@ -137,6 +149,9 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 func (b *bench) serviceEnv(addr string) []string {
 	// Later entries win: -env can override the defaults.
 	env := serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys)
+	if b.opt.purge > 0 {
+		env = append(env, serviceRetention...)
+	}
 	if b.opt.wechatpay {
 		env = append(env, b.wxKeys.env()...)
 	}
@@ -183,6 +198,9 @@ type cell struct {
 	stmts, prepares float64
 	cpu             cpuUse
 	attempts        int // 1, or more if other work disturbed earlier runs
+	// purge is what the retention job's rounds did during the cell
+	// (kindFirstPurge).
+	purge *purgeStats
 }
 
 // measure runs every cell, level by level: at each level the two
@@ -283,6 +301,12 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}
 
+	if b.opt.purge > 0 {
+		if b.purger, err = newPurger(ctx, dsnFor(b.server, b.svcDB, nil)); err != nil {
+			return nil, err
+		}
+		defer b.purger.close()
+	}
 	rep := &report{opt: b.opt}
 	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
 		return nil, err
@@ -296,6 +320,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		var bodies [][]byte // the first notices the storm resends
 		var wxReqs []weChatRequest
 		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		if b.purger != nil {
+			kinds = []string{kindNaive, kindTuned, kindFirst, kindFirstPurge, kindDuplicate}
+		}
 		if b.opt.wechatpay {
 			kinds = append(kinds, kindWeChatFirst, kindWeChatDuplicate)
 		}
@@ -313,8 +340,12 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 					set, to, letter, db = p, p.addrs, string(rune('G'+k)), p.db
 				}
 			}
-			if set == nil && strings.HasSuffix(kind, "]") {
+			switch {
+			case set != nil:
+			case strings.HasSuffix(kind, "]"):
 				to, letter = addrsB, "C"
+			case kind == kindFirstPurge:
+				letter = "P"
 			}
 			for attempt := 0; ; attempt++ {
 				// Fresh orders for every attempt: a first notice, or a
@@ -332,7 +363,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
+				case kindFirst, kindFirstPurge, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
 					orders := makeOrders(letter+prefix, per)
 					if err := seedOrders(ctx, db, orders); err != nil {
 						return nil, err
@@ -407,6 +438,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 			rep.invariant = strings.TrimSpace(set.tag) + ": " + rep.invariant
 		}
 	}
+	if b.purger != nil {
+		if rep.leftOutbox, rep.leftLines, err = remaining(ctx, svcDB); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -437,17 +473,26 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 	if err != nil {
 		return cell{}, err
 	}
+	var stopPurge func() purgeStats
+	if kind == kindFirstPurge {
+		stopPurge = b.purger.start(ctx)
+	}
 	s0 := meter.snap()
 	res, err := drive(ctx, c, b.opt.n, meas)
+	s1 := meter.snap()
+	var purged *purgeStats
+	if stopPurge != nil {
+		st := stopPurge()
+		purged = &st
+	}
 	if err != nil {
 		return cell{}, err
 	}
-	s1 := meter.snap()
 	q1, p1, err := serverCounters(ctx, b.admin)
 	if err != nil {
 		return cell{}, err
 	}
-	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1)}
+	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1), purge: purged}
 	// The second SHOW STATUS is itself one question.
 	cel.stmts = float64(q1-q0-1) / float64(res.n)
 	cel.prepares = float64(p1-p0) / float64(res.n)
@@ -457,6 +502,9 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 		perReq(cel.cpu.service), perReq(cel.cpu.mariadb), perReq(cel.cpu.tool), cel.cpu.otherCores())
 	if res.fails > 0 {
 		b.progress("  first failure: %s", res.firstErr)
+	}
+	if purged != nil {
+		b.progress("  purged %d rows in %d rounds (%d failed), longest round %v", purged.rows, purged.rounds, purged.errs, purged.longest.Round(time.Millisecond))
 	}
 	return cel, nil
 }

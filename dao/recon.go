@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +43,12 @@ type runRecord struct {
 	LedgerPaymentAmount decimal.Decimal
 	LedgerRefunds       int
 	LedgerRefundAmount  decimal.Decimal
-	CreateTime          time.Time
-	UpdateTime          time.Time
+	// SeenPurge is how far the retention job has deleted the date's
+	// recon_seen lines (PurgeReconciledLines): '' (kept), seenPurging,
+	// seenPurged. Once not '', the date is never run again.
+	SeenPurge  string
+	CreateTime time.Time
+	UpdateTime time.Time
 }
 
 func (runRecord) TableName() string { return runTable }
@@ -125,7 +130,8 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 			return err
 		}
 		res := tx.db.WithContext(ctx).Table(runTable).
-			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?)", provider, billDate, model.ReconRunning, now).
+			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?) AND seen_purge = ''",
+				provider, billDate, model.ReconRunning, now).
 			Updates(map[string]any{
 				"state": model.ReconRunning, "owner": owner, "lease_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1"),
 				"started_at": now, "finished_at": nil, "error": "", "update_time": now,
@@ -133,18 +139,29 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 		if res.Error != nil {
 			return mapErr(res.Error)
 		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("%w: %s %s", model.ErrRunBusy, provider, billDate)
-		}
 		var r runRecord
 		if err := tx.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error; err != nil {
 			return mapErr(err)
+		}
+		if res.RowsAffected != 1 {
+			if r.SeenPurge != "" {
+				return fmt.Errorf("%w: %s %s", model.ErrRunPurged, provider, billDate)
+			}
+			return fmt.Errorf("%w: %s %s", model.ErrRunBusy, provider, billDate)
 		}
 		run = r.run()
 		if audit != nil {
 			if err := tx.insertAudit(ctx, *audit); err != nil {
 				return err
 			}
+		}
+		// An attempt still RUNNING here was abandoned: its instance died
+		// (or lost its lease) without finishing, and would otherwise stay
+		// RUNNING in the history forever.
+		if err := tx.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND state = ?", r.ID, model.ReconRunning).
+			Updates(map[string]any{"state": model.ReconAbandoned, "finished_at": now,
+				"error": "abandoned: its instance stopped before finishing, and attempt " + strconv.Itoa(r.Attempts) + " took the run"}).Error; err != nil {
+			return mapErr(err)
 		}
 		return mapErr(tx.db.WithContext(ctx).Create(&reconAttemptRecord{
 			RunID: r.ID, AttemptNo: r.Attempts, Owner: owner, State: string(model.ReconRunning), StartedAt: now,
@@ -174,6 +191,17 @@ func (s *Store) RenewRun(ctx context.Context, runID int64, owner string, until t
 		return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
 	}
 	return nil
+}
+
+// CountAttempt adds what an attempt has just committed to its row — items
+// saved, payments repaired — so the history tells the truth even of an
+// attempt that never finishes.
+func (s *Store) CountAttempt(ctx context.Context, runID int64, attemptNo, items, repaired int) error {
+	if items == 0 && repaired == 0 {
+		return nil
+	}
+	return mapErr(s.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND attempt_no = ?", runID, attemptNo).
+		Updates(map[string]any{"items": gorm.Expr("items + ?", items), "repaired": gorm.Expr("repaired + ?", repaired)}).Error)
 }
 
 // RunResult is how an attempt ended.

@@ -76,7 +76,7 @@ func New(d Deps) http.Handler {
 		r.POST("/alipay/notify", a.Notify)
 	}
 	if d.WeChatPay != nil {
-		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		w := &WeChatPay{verifier: d.WeChatPay, metrics: m, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 
@@ -128,10 +128,24 @@ func New(d Deps) http.Handler {
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
-	r.GET("/readyz", func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	// ready is whether this instance can serve: /readyz answers it to a
+	// load balancer, paynotify_ready to an alert.
+	ready := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if err := d.DB.Ready(ctx); err != nil {
+		return d.DB.Ready(ctx)
+	}
+	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "paynotify_ready",
+		Help: "1 when this instance can serve (what /readyz answers 200 for), else 0.",
+	}, func() float64 {
+		if ready(context.Background()) != nil {
+			return 0
+		}
+		return 1
+	}))
+	r.GET("/readyz", func(c *gin.Context) {
+		if err := ready(c.Request.Context()); err != nil {
 			logger(c).Warn("not ready", "err", err)
 			c.String(http.StatusServiceUnavailable, "database unreachable")
 			return

@@ -19,6 +19,10 @@ const (
 	// ReconFailed: the bill could not be fetched or read; nothing was
 	// repaired. Failed dates of the last week are retried.
 	ReconFailed ReconState = "FAILED"
+	// ReconAbandoned is an attempt's, never a run's: its instance stopped
+	// (killed, or its lease ran out) before finishing, and another attempt
+	// claimed the run. Its counts are what it had committed.
+	ReconAbandoned ReconState = "ABANDONED"
 )
 
 // ReconOutcome is what reconciliation found about one payment or refund.
@@ -158,6 +162,10 @@ var (
 	// ErrRunLost: this instance's lease on the run ended and another took
 	// it; the attempt stops.
 	ErrRunLost = errors.New("reconciliation lease lost")
+	// ErrRunPurged: the date's matched bill lines were deleted by the
+	// retention job (RECON_RETENTION): run again, it would book the day's
+	// fees a second time, so it is never run again.
+	ErrRunPurged = errors.New("reconciliation of that date is closed: its bill lines are past RECON_RETENTION")
 	// ErrRunNotFound: no run for that date.
 	ErrRunNotFound = errors.New("reconciliation run not found")
 	// ErrItemNotFound: no reconciliation item with that id.
