@@ -14,14 +14,14 @@ import (
 // what counts into it and logs, for service.Payments.OnUnmatched: money we
 // hold with no order is an operator's to refund.
 func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Payment) {
-	c := prometheus.NewCounter(prometheus.CounterOpts{
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_payments_unmatched_total",
-		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED: refund them (POST /admin/payments/{trade_no}/refund).",
-	})
+		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
+	}, []string{"provider"})
 	reg.MustRegister(c)
 	return func(p model.Payment) {
-		c.Inc()
-		log.Warn("payment for no order recorded UNMATCHED: refund it", "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
+		c.WithLabelValues(string(p.Provider)).Inc()
+		log.Warn("payment for no order recorded UNMATCHED: refund it", "provider", p.Provider, "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
 			"amount", p.Amount.StringFixed(2))
 	}
 }

@@ -188,7 +188,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		}
 	}
 	refunds := service.NewRefunds(store, providers, log)
-	refunds.OnFinished = countRefunds(reg)
+	refunds.OnFinished = countRefunds(reg, providers.Names())
 	refunds.LeavePending = a.manualRefunds
 	var recon *service.Reconciliations
 	if bills, ok := providers[model.ProviderAlipay]; ok {

@@ -31,10 +31,13 @@ func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	pageNo := pageParam(r, "page")
 	rows, count, err := c.d.Ops.RefundQueue(r.Context(), state, pageNo)
-	if err == nil && count.Count == 0 && r.URL.Query().Get("state") == "" {
-		// No tab asked for and none failed: open on those in progress, so
-		// the page never opens empty beside a busy queue.
-		state = model.RefundRefunding
+	// No tab asked for: open on the first that has rows, so the page
+	// never opens on an empty tab beside a busy one.
+	for _, next := range states[1:] {
+		if err != nil || count.Count > 0 || r.URL.Query().Get("state") != "" {
+			break
+		}
+		state = next
 		rows, count, err = c.d.Ops.RefundQueue(r.Context(), state, pageNo)
 	}
 	if err != nil {
@@ -65,9 +68,12 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	rows, count, err := c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
-	if err == nil && count.Count == 0 && r.URL.Query().Get("state") == "" {
-		// No tab asked for and none failed: open on those pending.
-		state = model.OutboxPending
+	// No tab asked for: open on the first that has rows.
+	for _, next := range states[1:] {
+		if err != nil || count.Count > 0 || r.URL.Query().Get("state") != "" {
+			break
+		}
+		state = next
 		rows, count, err = c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
 	}
 	if err != nil {

@@ -133,7 +133,7 @@ func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
 		return t, err
 	}
 	id := t.Order.ID
-	if t.Items, err = o.store.OrderItems(ctx, id); err != nil {
+	if t.Items, err = o.store.OrderItemsNamed(ctx, id); err != nil {
 		return t, err
 	}
 	if t.Attempts, err = o.store.AttemptsByOrder(ctx, id); err != nil {
