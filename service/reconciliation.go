@@ -593,7 +593,7 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 	}
 	f := model.Refund{
 		OutRequestNo: e.OutRequestNo, Kind: model.RefundConsole, Provider: p.Provider, TradeNo: p.TradeNo,
-		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in Alipay's bill of " + m.date,
+		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in " + m.r.Provider.Name() + "'s bill of " + m.date,
 		State: model.RefundRefunded,
 	}
 	// Money left Alipay: the journal books it as a refund (payment.refunded,
@@ -630,11 +630,11 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		items := make([]model.ReconItem, 0, len(pays))
 		for _, p := range pays {
 			if n++; n <= maxMissingLogs {
-				r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
+				r.log.Warn("payment in our ledger is missing from its provider's bill", "provider", r.Provider, "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
 			}
 			items = append(items, model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: p.TradeNo, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
-				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"})
+				Detail: "our ledger has this payment as " + string(p.State) + "; " + r.Provider.Name() + "'s bill does not"})
 		}
 		if err := m.save(ctx, items); err != nil {
 			return err
@@ -645,7 +645,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		after = pays[len(pays)-1].TradeNo
 	}
 	if n > maxMissingLogs {
-		r.log.Warn("payments in our ledger missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
+		r.log.Warn("payments in our ledger missing from their provider's bill, in all", "provider", r.Provider, "bill_date", m.date, "count", n)
 	}
 	n = 0
 	for after := ""; ; {
@@ -656,7 +656,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		items := make([]model.ReconItem, 0, len(refunds))
 		for _, f := range refunds {
 			if n++; n <= maxMissingLogs {
-				r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
+				r.log.Warn("refund we hold as REFUNDED is missing from its provider's bill", "provider", r.Provider, "out_request_no", f.OutRequestNo, "amount", f.Amount)
 			}
 			items = append(items, model.ReconItem{Outcome: model.ReconRefundMissingAtProvider, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
 				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
@@ -671,7 +671,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		after = refunds[len(refunds)-1].OutRequestNo
 	}
 	if n > maxMissingLogs {
-		r.log.Warn("refunds we hold as REFUNDED missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
+		r.log.Warn("refunds we hold as REFUNDED missing from their provider's bill, in all", "provider", r.Provider, "bill_date", m.date, "count", n)
 	}
 	return nil
 }
