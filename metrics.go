@@ -7,22 +7,26 @@ import (
 	"paynotify/service"
 )
 
-// countRefunds registers paynotify_refunds_total{result} and returns what
-// counts into it, for service.Refunds.OnFinished. Both results are there
-// from the start, so an alert on "failed" has a series to watch.
-func countRefunds(reg prometheus.Registerer) func(model.RefundState) {
+// countRefunds registers paynotify_refunds_total{provider,result} and
+// returns what counts into it, for service.Refunds.OnFinished. Both
+// results of every provider configured are there from the start, so an
+// alert on "failed" has a series to watch.
+func countRefunds(reg prometheus.Registerer, providers []model.Provider) func(model.Provider, model.RefundState) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_refunds_total",
-		Help: "Refunds finished, by result: refunded, or failed (refused by Alipay, payment REFUND_FAILED: an operator has to look).",
-	}, []string{"result"})
+		Help: "Refunds finished, by provider and result: refunded, or failed (refused by the provider, payment REFUND_FAILED: an operator has to look).",
+	}, []string{"provider", "result"})
 	reg.MustRegister(c)
-	refunded, failed := c.WithLabelValues("refunded"), c.WithLabelValues("failed")
-	return func(to model.RefundState) {
+	for _, p := range providers {
+		c.WithLabelValues(string(p), "refunded")
+		c.WithLabelValues(string(p), "failed")
+	}
+	return func(p model.Provider, to model.RefundState) {
 		if to == model.RefundFailed {
-			failed.Inc()
+			c.WithLabelValues(string(p), "failed").Inc()
 			return
 		}
-		refunded.Inc()
+		c.WithLabelValues(string(p), "refunded").Inc()
 	}
 }
 

@@ -188,14 +188,21 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		}
 	}
 	refunds := service.NewRefunds(store, providers, log)
-	refunds.OnFinished = countRefunds(reg)
+	refunds.OnFinished = countRefunds(reg, providers.Names())
 	refunds.LeavePending = a.manualRefunds
-	var recon *service.Reconciliations
-	if bills, ok := providers[model.ProviderAlipay]; ok {
-		recon = service.NewReconciliations(store, bills, payments, log)
-		recon.Background = ctx // a run an admin asked for outlives its request, not the service
-		countReconciliations(reg, recon)
+	// One reconciliation per provider: its own runs, its own daily job.
+	var recon *service.Reconciliations // Alipay's: the admin routes' and the console's
+	var recons []*service.Reconciliations
+	for _, p := range providers.Names() {
+		r := service.NewReconciliations(store, providers[p], payments, log)
+		r.Provider = p
+		r.Background = ctx // a run an admin asked for outlives its request, not the service
+		recons = append(recons, r)
+		if p == model.ProviderAlipay {
+			recon = r
+		}
 	}
+	countReconciliations(reg, recons...)
 	stateGauges(reg, store)
 	var checkout *service.Checkout
 	var locker *lock.Redis
@@ -271,11 +278,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	reconciler.Interval, refunds.Interval = interval, interval
 	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
-	if at, on, _ := cfg.ReconTime(); recon == nil {
-		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	if at, on, _ := cfg.ReconTime(); len(recons) == 0 {
+		log.Info("no bill to reconcile: no provider is configured")
 	} else if on {
-		recon.At = at
-		jobs = append(jobs, recon.Job())
+		for _, r := range recons {
+			r.At = at // WeChat Pay's not before its bill is published (service.BillPublished)
+			jobs = append(jobs, r.Job())
+		}
 	} else if a.dev {
 		// paynotify reconcile refuses the development keys, as serve does.
 		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")

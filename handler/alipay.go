@@ -51,9 +51,9 @@ func (a *Alipay) Notify(c *gin.Context) {
 	if err != nil {
 		outcome, answer = notifyFailure(c, err)
 	}
-	a.metrics.notifications.WithLabelValues(outcome).Inc()
+	a.metrics.notifications.WithLabelValues(string(model.ProviderAlipay), outcome).Inc()
 	a.metrics.answers[answer].Inc()
-	a.metrics.latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	a.metrics.latency.WithLabelValues(string(model.ProviderAlipay), outcome).Observe(time.Since(start).Seconds())
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))
 }
 

@@ -23,13 +23,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paynotify_notifications_total",
-			Help: "Alipay notifications by outcome (applied, duplicate, refund_pending, ignored, or why they failed).",
-		}, []string{"outcome"}),
+			Help: "Notifications by provider (alipay, wechatpay) and outcome (applied, duplicate, refund_pending, ignored, or why they failed).",
+		}, []string{"provider", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "paynotify_notify_duration_seconds",
-			Help:    "Time to answer an Alipay notification, by outcome.",
+			Help:    "Time to answer a notification, by provider and outcome.",
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
-		}, []string{"outcome"}),
+		}, []string{"provider", "outcome"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "paynotify_http_requests_total",
 			Help: "HTTP requests by route template (unmatched for no route), method and status code.",

@@ -27,6 +27,7 @@ type WeChatPayVerifier interface {
 // WeChatPay serves WeChat Pay's notifications.
 type WeChatPay struct {
 	verifier WeChatPayVerifier
+	metrics  *metrics
 	payments *service.Payments
 	refunds  *service.Refunds // nil: refunds are not handled here
 	timeout  time.Duration
@@ -37,9 +38,15 @@ type WeChatPay struct {
 // {"code":"FAIL","message":…} when not, and it sends again
 // (15s, 15s, 30s, 3m, … over 24 h).
 func (w *WeChatPay) Notify(c *gin.Context) {
+	start := time.Now()
 	outcome, err := w.notify(c)
+	defer func() {
+		w.metrics.notifications.WithLabelValues(string(model.ProviderWechatpay), outcome).Inc()
+		w.metrics.latency.WithLabelValues(string(model.ProviderWechatpay), outcome).Observe(time.Since(start).Seconds())
+	}()
 	if err != nil {
 		row, known := lookup(err)
+		outcome = row.outcome
 		msg := row.err.Error() // a sentinel's words only: never internal text
 		if !known {
 			msg = "internal error"

@@ -474,10 +474,13 @@ func (m *matcher) save(ctx context.Context, items []model.ReconItem) error {
 			m.r.OnItem(items[i].Outcome)
 		}
 	}
+	if err := m.r.store.SaveItems(ctx, items); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	m.items += len(items)
 	m.mu.Unlock()
-	return m.r.store.SaveItems(ctx, items)
+	return m.r.store.CountAttempt(ctx, m.run.ID, m.attempt, len(items), 0)
 }
 
 func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
@@ -512,6 +515,11 @@ func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconIte
 		m.mu.Lock()
 		m.repaired++
 		m.mu.Unlock()
+		// Counted as it committed (a stop asked for now does not skip
+		// it): an attempt that never finishes still says what it did.
+		if err := m.r.store.CountAttempt(context.WithoutCancel(ctx), m.run.ID, m.attempt, 0, 1); err != nil {
+			return it, &pay, err
+		}
 		now := m.r.now().UTC()
 		it.Outcome, it.Detail = model.ReconRepaired, "recorded from the bill as "+string(pay.State)
 		it.ResolvedAt, it.ResolvedBy, it.Note = &now, "reconciliation", "repaired through the notification path"
@@ -585,7 +593,7 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 	}
 	f := model.Refund{
 		OutRequestNo: e.OutRequestNo, Kind: model.RefundConsole, Provider: p.Provider, TradeNo: p.TradeNo,
-		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in Alipay's bill of " + m.date,
+		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in " + m.r.Provider.Name() + "'s bill of " + m.date,
 		State: model.RefundRefunded,
 	}
 	// Money left Alipay: the journal books it as a refund (payment.refunded,
@@ -622,11 +630,11 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		items := make([]model.ReconItem, 0, len(pays))
 		for _, p := range pays {
 			if n++; n <= maxMissingLogs {
-				r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
+				r.log.Warn("payment in our ledger is missing from its provider's bill", "provider", r.Provider, "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
 			}
 			items = append(items, model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: p.TradeNo, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
-				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"})
+				Detail: "our ledger has this payment as " + string(p.State) + "; " + r.Provider.Name() + "'s bill does not"})
 		}
 		if err := m.save(ctx, items); err != nil {
 			return err
@@ -637,7 +645,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		after = pays[len(pays)-1].TradeNo
 	}
 	if n > maxMissingLogs {
-		r.log.Warn("payments in our ledger missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
+		r.log.Warn("payments in our ledger missing from their provider's bill, in all", "provider", r.Provider, "bill_date", m.date, "count", n)
 	}
 	n = 0
 	for after := ""; ; {
@@ -648,7 +656,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		items := make([]model.ReconItem, 0, len(refunds))
 		for _, f := range refunds {
 			if n++; n <= maxMissingLogs {
-				r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
+				r.log.Warn("refund we hold as REFUNDED is missing from its provider's bill", "provider", r.Provider, "out_request_no", f.OutRequestNo, "amount", f.Amount)
 			}
 			items = append(items, model.ReconItem{Outcome: model.ReconRefundMissingAtProvider, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
 				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
@@ -663,7 +671,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		after = refunds[len(refunds)-1].OutRequestNo
 	}
 	if n > maxMissingLogs {
-		r.log.Warn("refunds we hold as REFUNDED missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
+		r.log.Warn("refunds we hold as REFUNDED missing from their provider's bill, in all", "provider", r.Provider, "bill_date", m.date, "count", n)
 	}
 	return nil
 }

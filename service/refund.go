@@ -47,7 +47,8 @@ type Refunds struct {
 	LeavePending bool
 	// OnFinished, if set, is told how each refund ended (REFUNDED, or
 	// REFUND_FAILED: refused by Alipay), once, after it is recorded.
-	OnFinished func(model.RefundState)
+	// The provider is the one the money went back through.
+	OnFinished func(model.Provider, model.RefundState)
 	now        func() time.Time
 }
 
@@ -293,7 +294,7 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 		return nil
 	})
 	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(to)
+		r.OnFinished(f.Provider, to)
 	}
 	return err
 }

@@ -188,7 +188,7 @@ func (r *Refunds) finishOrderless(ctx context.Context, f model.Refund, to model.
 		return nil
 	})
 	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(to)
+		r.OnFinished(f.Provider, to)
 	}
 	return err
 }
