@@ -98,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	levels := fs.String("c", "8,32,64", "concurrency levels, comma-separated")
 	fs.IntVar(&o.instances, "instances", 1, "serve processes on the one service database, driven round-robin (each with -pool connections)")
 	fs.IntVar(&o.pool, "pool", 32, "database connections: DB_MAX_OPEN_CONNS of the service and the pool size of both baselines")
-	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof and allocs.pprof to this directory")
+	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof (with -wechatpay, cpu-wechatpay-first.pprof and cpu-wechatpay-duplicate.pprof too) and allocs.pprof to this directory")
 	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the temporary directory (binary, service log)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
