@@ -54,7 +54,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
-	recon := service.NewReconciliations(store, alipayBills(client), service.NewPayments(store), log)
+	recon := service.NewBillReconciler(store, alipayBills(client), service.NewPayments(store), log)
 	run, err := recon.Run(ctx, *date)
 	if err != nil {
 		return err

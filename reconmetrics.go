@@ -27,10 +27,10 @@ func countUnmatched(reg prometheus.Registerer, log *slog.Logger) func(model.Paym
 	}
 }
 
-// countReconciliations registers reconciliation's metrics and hooks them
+// countBillReconciler registers reconciliation's metrics and hooks them
 // to recon: items by outcome, runs by state and their duration, and the
 // last bill date reconciled successfully.
-func countReconciliations(reg prometheus.Registerer, recon *service.Reconciliations) {
+func countBillReconciler(reg prometheus.Registerer, recon *service.BillReconciler) {
 	items := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
 		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_ALIPAY, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",

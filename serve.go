@@ -125,9 +125,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	countGroups(reg, payments)
 	refunds := service.NewRefunds(store, a.alipay, log)
 	refunds.OnFinished = countRefunds(reg)
-	recon := service.NewReconciliations(store, alipayBills(a.alipay), payments, log)
+	recon := service.NewBillReconciler(store, alipayBills(a.alipay), payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	countReconciliations(reg, recon)
+	countBillReconciler(reg, recon)
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -149,10 +149,10 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if a.verifier != nil {
 		verifier = a.verifier
 	}
-	ops := service.NewOps(store)
+	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	var cons http.Handler
 	cdeps := console.Deps{
-		Log: log, Ops: ops, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds, Reconciliations: recon,
+		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds, BillReconciler: recon,
 		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Gatherer: reg,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
@@ -166,21 +166,21 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		log.Warn("console disabled: neither CONSOLE_OPERATORS nor ADMIN_TOKEN is set")
 	}
 	h := handler.New(handler.Deps{
-		Log:             log,
-		Verifier:        verifier,
-		Payments:        payments,
-		Orders:          service.NewOrders(store),
-		Checkout:        checkout,
-		Refunds:         refunds,
-		Reconciliations: recon,
-		JWTSecret:       []byte(cfg.APIJWTSecret),
-		AdminToken:      cfg.AdminToken,
-		Ops:             ops,
-		Console:         cons,
-		DB:              store,
-		Registry:        reg,
-		NotifyTimeout:   cfg.NotifyTimeout,
-		APITimeout:      cfg.APITimeout,
+		Log:            log,
+		Verifier:       verifier,
+		Payments:       payments,
+		Orders:         service.NewOrders(store),
+		Checkout:       checkout,
+		Refunds:        refunds,
+		BillReconciler: recon,
+		JWTSecret:      []byte(cfg.APIJWTSecret),
+		AdminToken:     cfg.AdminToken,
+		Dashboard:      dashboard, Queues: queues, Lookup: lookup,
+		Console:       cons,
+		DB:            store,
+		Registry:      reg,
+		NotifyTimeout: cfg.NotifyTimeout,
+		APITimeout:    cfg.APITimeout,
 	})
 	if len(a.mounts) > 0 {
 		mux := http.NewServeMux()
@@ -190,9 +190,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		mux.Handle("/", h)
 		h = mux
 	}
-	reconciler := service.NewReconciler(store, a.alipay, payments, log)
-	reconciler.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
-	jobs := []service.Job{reconciler.QueryJob(), reconciler.CloseJob(), refunds.Job()}
+	trades := service.NewOpenTrades(store, a.alipay, payments, log)
+	trades.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	jobs := []service.Job{trades.QueryJob(), trades.CloseJob(), refunds.Job()}
 	if at, on, _ := cfg.ReconTime(); on {
 		recon.At = at
 		jobs = append(jobs, recon.Job())

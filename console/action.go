@@ -19,7 +19,7 @@ func (c *Console) actionRoutes() {
 	m.HandleFunc("GET "+Prefix+"/queues/payments", c.signedIn(c.paymentQueue))
 	m.HandleFunc("POST "+Prefix+"/outbox/{seq}/requeue", c.changing(c.requeue))
 	m.HandleFunc("GET "+Prefix+"/queues/reconciliation", c.signedIn(c.reconQueue))
-	if c.d.Reconciliations != nil {
+	if c.d.BillReconciler != nil {
 		m.HandleFunc("POST "+Prefix+"/reconciliation/items/{id}/resolve", c.changing(c.resolveItem))
 	}
 	if c.d.Refunds == nil {
@@ -101,7 +101,7 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request, d confirmData)
 
 // confirmRetry asks before a failed refund goes to Alipay again.
 func (c *Console) confirmRetry(w http.ResponseWriter, r *http.Request) {
-	f, err := c.d.Ops.Refund(r.Context(), r.PathValue("no"))
+	f, err := c.d.Lookup.Refund(r.Context(), r.PathValue("no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -132,7 +132,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 
 // refundBack is the timeline of the order of the refund a form names.
 func (c *Console) refundBack(r *http.Request) string {
-	row, err := c.d.Ops.Refund(r.Context(), r.PathValue("no"))
+	row, err := c.d.Lookup.Refund(r.Context(), r.PathValue("no"))
 	if err != nil || row.OrderSN == "" {
 		return Prefix + "/queues/refunds"
 	}
@@ -141,7 +141,7 @@ func (c *Console) refundBack(r *http.Request) string {
 
 // confirmPaymentRefund asks before a payment owed back is refunded now.
 func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
-	p, _, err := c.d.Ops.Payment(r.Context(), r.PathValue("trade_no"))
+	p, _, err := c.d.Lookup.Payment(r.Context(), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -167,7 +167,7 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 // (through the refund of payments without an order, as the admin API).
 func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
 	tradeNo := r.PathValue("trade_no")
-	p, _, err := c.d.Ops.Payment(r.Context(), tradeNo)
+	p, _, err := c.d.Lookup.Payment(r.Context(), tradeNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -190,7 +190,7 @@ type refundFormData struct {
 
 // orderRefundForm asks how much of an order to refund.
 func (c *Console) orderRefundForm(w http.ResponseWriter, r *http.Request) {
-	t, err := c.d.Ops.Timeline(r.Context(), r.PathValue("sn"))
+	t, err := c.d.Lookup.Timeline(r.Context(), r.PathValue("sn"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -208,7 +208,7 @@ func (c *Console) refundForm(w http.ResponseWriter, r *http.Request, status int,
 // API: never more than paid minus refunded).
 func (c *Console) orderRefund(w http.ResponseWriter, r *http.Request) {
 	sn := r.PathValue("sn")
-	t, err := c.d.Ops.Timeline(r.Context(), sn)
+	t, err := c.d.Lookup.Timeline(r.Context(), sn)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -249,7 +249,7 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, model.ErrEventNotFound)
 		return
 	}
-	err = c.d.Ops.RequeueEvent(r.Context(), act(r), seq)
+	err = c.d.Queues.RequeueEvent(r.Context(), act(r), seq)
 	c.done(w, r, err, back(r, Prefix+"/queues/outbox"), "requeued")
 }
 
@@ -273,7 +273,7 @@ func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pageNo := pageParam(r, "page")
-	rows, count, err := c.d.Ops.PaymentQueue(r.Context(), state, pageNo)
+	rows, count, err := c.d.Queues.PaymentQueue(r.Context(), state, pageNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -306,19 +306,19 @@ func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	open := q.Get("all") == ""
 	pageNo := pageParam(r, "page")
-	runs, err := c.d.Ops.ReconRuns(r.Context(), 14)
+	runs, err := c.d.Queues.ReconRuns(r.Context(), 14)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	rows, n, err := c.d.Ops.ReconQueue(r.Context(), outcome, open, pageNo)
+	rows, n, err := c.d.Queues.ReconQueue(r.Context(), outcome, open, pageNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
 		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
-		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.Reconciliations != nil})
+		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.BillReconciler != nil})
 }
 
 func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
@@ -327,6 +327,6 @@ func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, model.ErrItemNotFound)
 		return
 	}
-	_, err = c.d.Reconciliations.ResolveItemAs(r.Context(), act(r), id)
+	_, err = c.d.BillReconciler.ResolveItemAs(r.Context(), act(r), id)
 	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
 }

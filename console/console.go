@@ -30,14 +30,17 @@ const Prefix = "/console"
 
 // Deps is what the console needs.
 type Deps struct {
-	Log      *slog.Logger
-	Ops      *service.Ops
-	Sessions *service.Sessions
+	Log *slog.Logger
+	// Dashboard, Queues and Lookup are what the pages read.
+	Dashboard *service.Dashboard
+	Queues    *service.Queues
+	Lookup    *service.Lookup
+	Sessions  *service.Sessions
 	// Refunds does the refund actions; without it they are not offered.
 	Refunds *service.Refunds
-	// Reconciliations resolves reconciliation items; without it the
+	// BillReconciler resolves reconciliation items; without it the
 	// resolve action is not offered.
-	Reconciliations *service.Reconciliations
+	BillReconciler *service.BillReconciler
 	// Operators maps each operator's name to their bcrypt hash.
 	Operators map[string]string
 	// AdminToken, when no operator is configured, signs in one operator

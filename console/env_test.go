@@ -94,9 +94,9 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	log := slog.New(slog.NewTextHandler(testLog{tb}, nil))
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
-		Log: log, Ops: service.NewOps(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
-		Reconciliations: service.NewReconciliations(store, nil, e.payments, log),
-		Operators:       operatorHashes(tb), Gatherer: e.registry, Now: e.clock.now,
+		Log: log, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
+		BillReconciler: service.NewBillReconciler(store, nil, e.payments, log),
+		Operators:      operatorHashes(tb), Gatherer: e.registry, Now: e.clock.now,
 	}
 	for _, o := range opts {
 		o(&d)

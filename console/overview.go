@@ -23,7 +23,7 @@ type overviewData struct {
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	p := c.page(r, "Overview")
-	ov, err := c.d.Ops.Overview(r.Context(), p.now, p.loc)
+	ov, err := c.d.Dashboard.Overview(r.Context(), p.now, p.loc)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -30,7 +30,7 @@ func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pageNo := pageParam(r, "page")
-	rows, count, err := c.d.Ops.RefundQueue(r.Context(), state, pageNo)
+	rows, count, err := c.d.Queues.RefundQueue(r.Context(), state, pageNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -58,7 +58,7 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	rows, count, err := c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
+	rows, count, err := c.d.Queues.OutboxQueue(r.Context(), state, max(after, 0))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -84,7 +84,7 @@ type auditData struct {
 func (c *Console) auditLog(w http.ResponseWriter, r *http.Request) {
 	operator := r.URL.Query().Get("operator")
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	rows, err := c.d.Ops.AuditLog(r.Context(), operator, max(before, 0))
+	rows, err := c.d.Lookup.AuditLog(r.Context(), operator, max(before, 0))
 	if err != nil {
 		c.fail(w, r, err)
 		return

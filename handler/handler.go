@@ -31,18 +31,22 @@ type Deps struct {
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
 	AdminToken string
-	Ops        *service.Ops
+	// Queues, Dashboard and Lookup are what the admin views read; all
+	// three are needed for /admin.
+	Queues    *service.Queues
+	Dashboard *service.Dashboard
+	Lookup    *service.Lookup
 	// Checkout and Refunds talk to Alipay; without them the pay and refund
 	// endpoints are off.
 	Checkout *service.Checkout
 	Refunds  *service.Refunds
 	// Console serves the operator console under /console; nil, it is off.
 	Console http.Handler
-	// Reconciliations, if set, serves the reconciliation views under
+	// BillReconciler, if set, serves the reconciliation views under
 	// /admin.
-	Reconciliations *service.Reconciliations
-	DB              Pinger
-	Registry        *prometheus.Registry
+	BillReconciler *service.BillReconciler
+	DB             Pinger
+	Registry       *prometheus.Registry
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -82,8 +86,8 @@ func New(d Deps) http.Handler {
 		}
 	}
 
-	if d.AdminToken != "" && d.Ops != nil {
-		a := &Admin{ops: d.Ops, refunds: d.Refunds}
+	if d.AdminToken != "" && d.Queues != nil && d.Dashboard != nil && d.Lookup != nil {
+		a := &Admin{queues: d.Queues, dashboard: d.Dashboard, lookup: d.Lookup, refunds: d.Refunds}
 		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
 		admin.GET("/outbox", a.Outbox)
 		admin.GET("/journal/totals", a.JournalTotals)
@@ -92,8 +96,8 @@ func New(d Deps) http.Handler {
 			admin.POST("/orders/:sn/refunds", a.Refund)
 			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
 		}
-		if d.Reconciliations != nil {
-			h := &Reconciliations{recon: d.Reconciliations}
+		if d.BillReconciler != nil {
+			h := &Reconciliations{recon: d.BillReconciler}
 			admin.GET("/reconciliations", h.List)
 			admin.GET("/reconciliations/:date", h.Detail)
 			admin.POST("/reconciliations/:date/run", h.Run)

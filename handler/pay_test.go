@@ -44,7 +44,7 @@ type cashier struct {
 	// the test's OpenAPI check wraps it.
 	routes http.Handler
 	// recon is the reconciliation behind /admin/reconciliations.
-	recon *service.Reconciliations
+	recon *service.BillReconciler
 }
 
 func newCashier(t *testing.T, store *dao.Store) *cashier {
@@ -78,7 +78,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := service.NewPayments(store)
-	c.recon = service.NewReconciliations(store, service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+	c.recon = service.NewBillReconciler(store, service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
 		b, err := client.TradeBill(ctx, day)
 		if err != nil {
 			return nil, err
@@ -86,18 +86,18 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		return b, nil
 	}), payments, log)
 	c.routes = handler.New(handler.Deps{
-		Log:             log,
-		Verifier:        client,
-		Payments:        payments,
-		Orders:          service.NewOrders(store),
-		JWTSecret:       jwtSecret,
-		AdminToken:      payAdminToken,
-		Ops:             service.NewOps(store),
-		Checkout:        service.NewCheckout(store, client, payments, nil, log, c.url+notifyPath, ""),
-		Refunds:         service.NewRefunds(store, client, log),
-		Reconciliations: c.recon,
-		DB:              store,
-		Registry:        prometheus.NewRegistry(),
+		Log:        log,
+		Verifier:   client,
+		Payments:   payments,
+		Orders:     service.NewOrders(store),
+		JWTSecret:  jwtSecret,
+		AdminToken: payAdminToken,
+		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
+		Checkout:       service.NewCheckout(store, client, payments, nil, log, c.url+notifyPath, ""),
+		Refunds:        service.NewRefunds(store, client, log),
+		BillReconciler: c.recon,
+		DB:             store,
+		Registry:       prometheus.NewRegistry(),
 	})
 	srv := httptest.NewUnstartedServer(validated(t, c.routes))
 	srv.Listener.Close()

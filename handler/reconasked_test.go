@@ -35,11 +35,11 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 		}
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	recon := service.NewReconciliations(store, bills, service.NewPayments(store), log)
+	recon := service.NewBillReconciler(store, bills, service.NewPayments(store), log)
 	recon.Background = t.Context()
 	srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
-		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Ops: service.NewOps(store),
-		Reconciliations: recon, DB: store, APITimeout: 1500 * time.Millisecond,
+		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
+		BillReconciler: recon, DB: store, APITimeout: 1500 * time.Millisecond,
 	})))
 	t.Cleanup(srv.Close)
 	do := func(method, path string) (*http.Response, map[string]any) {

@@ -14,7 +14,7 @@ import (
 // Reconciliations serves the reconciliation views under /admin: runs,
 // their items, and an operator's resolution of an item.
 type Reconciliations struct {
-	recon *service.Reconciliations
+	recon *service.BillReconciler
 }
 
 // List handles GET /admin/reconciliations?limit=N: the latest runs, newest

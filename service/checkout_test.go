@@ -46,7 +46,7 @@ type rig struct {
 	payments  *service.Payments
 	orders    *service.Orders
 	refunds   *service.Refunds
-	recon     *service.Reconciler
+	recon     *service.OpenTrades
 	notifyURL string
 }
 
@@ -85,7 +85,7 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 	r.payments = service.NewPayments(store)
 	r.orders = service.NewOrders(store)
 	r.refunds = service.NewRefunds(store, r.gw, quietLog)
-	r.recon = service.NewReconciler(store, r.gw, r.payments, quietLog)
+	r.recon = service.NewOpenTrades(store, r.gw, r.payments, quietLog)
 	notify := httptest.NewUnstartedServer(handler.New(handler.Deps{
 		Log: quietLog, Verifier: r.gw, Payments: r.payments, Refunds: r.refunds,
 		DB: store, Registry: prometheus.NewRegistry(),

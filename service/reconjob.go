@@ -18,14 +18,14 @@ const (
 )
 
 // Name names the daily reconciliation job in logs.
-func (r *Reconciliations) Name() string { return "reconciliation" }
+func (r *BillReconciler) Name() string { return "reconciliation" }
 
 // RunOnce is one round of the daily job: it reconciles yesterday (Beijing)
 // once the time of day is past At, and retries — at most hourly — the
 // dates of the last week whose run failed or was abandoned (its instance
 // died: a RUNNING run whose lease ended). A date another instance holds
 // is left to it. It returns how many runs it finished.
-func (r *Reconciliations) RunOnce(ctx context.Context) (int, error) {
+func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 	now := r.now()
 	today := r.today()
 	runs, err := r.store.ReconRuns(ctx, model.ProviderAlipay, reconLookback+1)
@@ -74,6 +74,6 @@ func retryable(run model.ReconRun, now time.Time) bool {
 
 // Job is the daily reconciliation as a background job: a round every
 // Interval, which does something only once a day (and for failed dates).
-func (r *Reconciliations) Job() Job {
+func (r *BillReconciler) Job() Job {
 	return Job{Name: r.Name(), Interval: r.Interval, RunOnce: r.RunOnce}
 }
