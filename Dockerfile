@@ -1,9 +1,9 @@
 # syntax=docker/dockerfile:1
-# Build: docker build -t paynotify .
-# Run (README, "Running it in production"; docker-compose.yml runs it all):
+# Build: docker build -t paynotify .   (the builder is the Go go.mod names)
+# Run (docs/production.md; docker-compose.yml runs it all):
 #   docker run --rm --read-only --no-healthcheck --env-file paynotify.env -v "$PWD/secrets:/secrets:ro" paynotify migrate
 #   docker run -d --read-only -p 8080:8080 --env-file paynotify.env -v "$PWD/secrets:/secrets:ro" paynotify
-FROM golang:1.26-bookworm AS build
+FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -187,7 +187,7 @@ func TestDevListenAddr(t *testing.T) {
 	}
 }
 
-// The README's sign example ends well in dev whether or not a replay paid
+// The sign example of docs/development.md ends well in dev whether or not a replay paid
 // DEMO-1004 first: paid, or refunded — never REFUND_FAILED with an ERROR
 // in the log, as when the fake Alipay knew only the replay files' trades.
 func TestDevSignExample(t *testing.T) {

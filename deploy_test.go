@@ -56,7 +56,7 @@ func readCompose(t *testing.T) composeFile {
 var interpolation = regexp.MustCompile(`\$\{([A-Z0-9_]+)(?::([-?])([^}]*))?\}`)
 
 // resolve interpolates v as compose would with the reader's environment
-// set (the README's try-out values).
+// set (the try-out values of docs/production.md).
 func resolve(v string, set map[string]string) string {
 	return interpolation.ReplaceAllStringFunc(v, func(m string) string {
 		p := interpolation.FindStringSubmatch(m)
@@ -92,7 +92,7 @@ func TestComposeFile(t *testing.T) {
 	dep("paynotify", "migrate", "service_completed_successfully")
 	dep("consume", "migrate", "service_completed_successfully")
 
-	// What the README's try-out sets.
+	// What the try-out of docs/production.md sets.
 	set := map[string]string{"ALIPAY_APP_ID": "2021000000000009", "ALIPAY_SELLER_ID": "2088000000000009",
 		"ADMIN_TOKEN": "change-me-16-chars-or-more"}
 	for name, cmd := range map[string]string{"migrate": "migrate", "paynotify": "serve", "consume": "consume"} {
@@ -128,7 +128,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	for name, s := range c.Secrets {
 		if !strings.HasPrefix(s.File, "./secrets/") {
-			t.Errorf("secret %s comes from %q, not ./secrets/ as the README says", name, s.File)
+			t.Errorf("secret %s comes from %q, not ./secrets/ as docs/production.md says", name, s.File)
 		}
 	}
 

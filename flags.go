@@ -62,7 +62,7 @@ const (
 Runs the service: Alipay's notify endpoint, the order and pay API, /admin,
 /healthz, /readyz, /metrics and the background jobs, until SIGTERM.
 Configuration comes from the environment only (HTTP_ADDR, DB_DRIVER, DB_DSN,
-ALIPAY_APP_ID, ...: see the README's configuration table). It refuses to
+ALIPAY_APP_ID, ...: see docs/configuration.md). It refuses to
 start while migrations are pending: run paynotify migrate first.
 `
 	migrateUsage = `usage: paynotify migrate

@@ -3,6 +3,7 @@ module paynotify
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	filippo.io/bigmod v0.1.0
 	github.com/bsm/redislock v0.9.4
 	github.com/caarlos0/env/v11 v11.4.2
@@ -22,6 +23,7 @@ require (
 	github.com/redis/go-redis/v9 v9.7.3
 	github.com/shopspring/decimal v1.6.0
 	github.com/smartwalle/alipay/v3 v3.2.31
+	github.com/wechatpay-apiv3/wechatpay-go v0.2.21
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/term v0.48.0

@@ -28,7 +28,7 @@ import (
 const usage = `usage: paynotify <command> [flags]
 
 commands:
-  serve          run the service; configuration from the environment (see README)
+  serve          run the service; configuration from the environment (docs/configuration.md)
   migrate        apply database migrations and exit
   consume        run the accounting consumer of the event stream (needs NATS_URL)
   reconcile      reconcile a day against Alipay's bill: paynotify reconcile [-date yyyy-MM-dd]

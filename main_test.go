@@ -94,7 +94,7 @@ func get(t *testing.T, url string) int {
 
 // What QA does on a fresh clone: `go run . dev`, then replay every file in
 // testdata/notify with curl. Each answer, and the ledger at the end, is
-// what the README promises.
+// what docs/development.md promises.
 func TestDevReplaysTestdata(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	// The Alipay jobs would refund the REFUND_PENDING payments while we

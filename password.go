@@ -10,6 +10,9 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/term"
+
+	"paynotify/config"
+	"paynotify/console"
 )
 
 const hashPasswordUsage = `usage: paynotify hash-password [OPERATOR]
@@ -23,9 +26,9 @@ or a line of CONSOLE_OPERATORS_FILE.
   printf '%s\n' "$PASSWORD" | paynotify hash-password alice
 `
 
-// passwordCost is the bcrypt cost of the hashes hash-password makes: about
-// a quarter of a second per sign-in on a small machine.
-const passwordCost = 12
+// passwordCost is the bcrypt cost of the hashes hash-password makes, the
+// cost the console's stand-in for an unknown name has too.
+const passwordCost = console.PasswordCost
 
 // minPassword is the shortest password hash-password accepts.
 const minPassword = 12
@@ -40,6 +43,11 @@ func hashPassword(env environment) error {
 		return err
 	}
 	name := flags.Arg(0)
+	if name != "" {
+		if err := config.CheckOperatorName(name); err != nil {
+			return usageError{err}
+		}
+	}
 	password, err := readPassword(env)
 	if err != nil {
 		return err

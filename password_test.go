@@ -50,6 +50,25 @@ func TestHashPassword(t *testing.T) {
 			t.Fatalf("a short password: %q %v", out, err)
 		}
 	})
+	t.Run("NamesServeRefuses", func(t *testing.T) {
+		// Each name here is one CONSOLE_OPERATORS refuses: hash-password
+		// must not print an entry serve will not start with.
+		valid, err := bcrypt.GenerateFromPassword([]byte("correct horse battery"), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Load([]string{"CONSOLE_OPERATORS=alice:" + string(valid)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"Alice", "al ice", "1alice", "alice:x", strings.Repeat("a", 33), "admin-api"} {
+			if out, err := hash(t, "correct horse battery\n", name); err == nil || out != "" {
+				t.Errorf("hash-password %q: %q %v", name, out, err)
+			}
+			if _, err := config.Load([]string{"CONSOLE_OPERATORS=" + name + ":" + string(valid)}); err == nil {
+				t.Errorf("serve takes %q", name)
+			}
+		}
+	})
 	t.Run("TwoNames", func(t *testing.T) {
 		if _, err := hash(t, "correct horse battery\n", "alice", "bob"); err == nil {
 			t.Fatal("two names accepted")

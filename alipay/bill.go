@@ -14,6 +14,7 @@ import (
 	smartwalle "github.com/smartwalle/alipay/v3"
 
 	"paynotify/alipay/bill"
+	"paynotify/internal/netguard"
 	"paynotify/model"
 )
 
@@ -40,8 +41,9 @@ func (b *Bill) Close() error { return b.f.Close() }
 // TradeBill fetches the trade bill of a Beijing day: it asks Alipay for the
 // download URL (alipay.data.dataservice.bill.downloadurl.query, bill_type
 // trade), downloads the ZIP at once into a temporary file (HTTPS only in
-// production; at most MaxBillBytes within BillDownloadTimeout) and opens
-// it, which reads it once to check it. A day without business is
+// production; public addresses only unless the gateway is a fake; at most
+// MaxBillBytes within BillDownloadTimeout) and opens it, which reads it
+// once to check it. A day without business is
 // model.ErrNoBill; a damaged file is model.ErrBadBill; a failed call is
 // model.ErrGatewayUnknown or model.ErrGatewayRefused as for every call.
 func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
@@ -85,7 +87,9 @@ func noBill(subCode string) bool {
 	return strings.HasSuffix(s, "BILL_NOT_EXIST") || strings.HasSuffix(s, "NO_BILL_DATA")
 }
 
-// download copies the file at u into f and returns its size.
+// download copies the file at u into f and returns its size. An address
+// that is not public is refused before it is dialled, with one error
+// whatever listens there.
 func (c *Client) download(ctx context.Context, u string, f *os.File) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, BillDownloadTimeout)
 	defer cancel()
@@ -93,9 +97,12 @@ func (c *Client) download(ctx context.Context, u string, f *os.File) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	// The default client follows redirects; a redirect away from https is
-	// refused in production as the URL itself would be.
-	hc := &http.Client{CheckRedirect: func(r *http.Request, via []*http.Request) error {
+	// The URL is Alipay's word, so the client dials public addresses only
+	// (checked after DNS, on every connection, redirects included). It
+	// follows redirects; one away from https is refused in production as
+	// the URL itself would be.
+	hc := netguard.Client(c.billFetch, 0)
+	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
 		if c.production && r.URL.Scheme != "https" {
 			return errors.New("redirect away from https")
 		}
@@ -103,7 +110,7 @@ func (c *Client) download(ctx context.Context, u string, f *os.File) (int64, err
 			return errors.New("too many redirects")
 		}
 		return nil
-	}}
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%w: download: %v", model.ErrGatewayUnknown, err)

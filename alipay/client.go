@@ -14,6 +14,7 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/internal/netguard"
 	"paynotify/model"
 )
 
@@ -51,7 +52,10 @@ type Config struct {
 	// Production selects Alipay's production gateway; false is the sandbox.
 	Production bool
 	// SandboxGateway, if set and not Production, replaces the sandbox URL
-	// (to point outbound calls at a fake Alipay).
+	// (to point outbound calls at a fake Alipay). It is the development
+	// setting that also lets a bill download reach loopback and private
+	// addresses, where the fake serves its bills; without it every download
+	// URL must resolve to a public address.
 	SandboxGateway string
 }
 
@@ -65,6 +69,10 @@ type Client struct {
 	appID      string
 	sellerID   string
 	production bool
+	// billFetch is the addresses a bill download may reach: public ones
+	// only, unless the gateway is a fake (SandboxGateway), which serves its
+	// bills from loopback.
+	billFetch netguard.Policy
 }
 
 // New checks cfg and loads its keys. Errors name the setting at fault and
@@ -115,7 +123,11 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{sdk: sdk, alipayKey: alipayKey, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production}, nil
+	billFetch := netguard.PublicOnly
+	if cfg.SandboxGateway != "" && !cfg.Production {
+		billFetch = netguard.AnyAddress
+	}
+	return &Client{sdk: sdk, alipayKey: alipayKey, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production, billFetch: billFetch}, nil
 }
 
 // SDK returns the smartwalle client, configured and keyed, for outbound

@@ -3,6 +3,8 @@ package alipay
 import (
 	"net/url"
 	"testing"
+
+	"paynotify/internal/netguard"
 )
 
 // RealSample is a notification Alipay really signed, with the key that
@@ -21,3 +23,8 @@ func RealSamples(tb testing.TB) []RealSample {
 	}
 	return out
 }
+
+// GuardDownloads makes c's bill downloads refuse private addresses, as a
+// client whose gateway is not a fake does, while its gateway stays a fake
+// on loopback.
+func (c *Client) GuardDownloads() { c.billFetch = netguard.PublicOnly }

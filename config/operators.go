@@ -16,6 +16,18 @@ import (
 // pages and written to admin_audit.
 var operatorName = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,31}$`)
 
+// CheckOperatorName says why name cannot be a console operator's, or nil:
+// what CONSOLE_OPERATORS refuses, hash-password refuses too.
+func CheckOperatorName(name string) error {
+	switch {
+	case !operatorName.MatchString(name):
+		return fmt.Errorf("operator %q: want a name of a-z, 0-9, '.', '_', '-' (at most 32), starting with a letter", name)
+	case name == model.OperatorAdminAPI:
+		return fmt.Errorf("operator %q: the name admin_audit gives the admin API's token holder; choose another", name)
+	}
+	return nil
+}
+
 // operators parses CONSOLE_OPERATORS or CONSOLE_OPERATORS_FILE into name →
 // bcrypt hash, naming every bad entry at once (never printing a hash).
 func (c Config) operators() (map[string]string, error) {
@@ -52,8 +64,8 @@ func (c Config) operators() (map[string]string, error) {
 		switch {
 		case !ok || !operatorName.MatchString(name):
 			bad = append(bad, fmt.Sprintf("entry %d: want name:bcrypt-hash with a name of a-z, 0-9, '.', '_', '-' (at most 32)", i+1))
-		case name == model.OperatorAdminAPI:
-			bad = append(bad, fmt.Sprintf("operator %q: the name admin_audit gives the admin API's token holder; choose another", name))
+		case CheckOperatorName(name) != nil:
+			bad = append(bad, CheckOperatorName(name).Error())
 		case ops[name] != "":
 			bad = append(bad, fmt.Sprintf("operator %q: listed twice", name))
 		default:

@@ -34,9 +34,29 @@ func session(r *http.Request) model.Session {
 	return s
 }
 
-// dummyHash is compared against when the operator is unknown, so that an
-// unknown name costs the same time as a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("paynotify-console-no-such-operator"), bcrypt.DefaultCost)
+// PasswordCost is the bcrypt cost of the hashes `paynotify hash-password`
+// makes: about a quarter of a second per sign-in on a small machine.
+const PasswordCost = 12
+
+// dummyHashFor is compared against when the operator is unknown, so that
+// an unknown name costs what a wrong password costs: it has the highest
+// cost of the configured hashes (PasswordCost for hash-password's).
+func dummyHashFor(operators map[string]string) []byte {
+	cost := 0
+	for _, h := range operators {
+		if c, err := bcrypt.Cost([]byte(h)); err == nil {
+			cost = max(cost, c)
+		}
+	}
+	if cost == 0 {
+		return nil // no operator: the admin token signs in, no bcrypt
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte("paynotify-console-no-such-operator"), cost)
+	if err != nil {
+		panic(err) // a cost bcrypt.Cost read back is always valid
+	}
+	return h
+}
 
 // signedIn admits a request with a live session of an operator who is
 // still configured; others are sent to sign in (a page) or refused.
@@ -169,8 +189,9 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 }
 
 // login checks an operator's name and password and opens a session.
-// Attempts are limited per client address and per name; an unknown name
-// costs what a wrong password costs.
+// Every try is counted before the password is checked (signInLimits); an
+// unknown name costs what a wrong password costs, and the typed name is
+// logged only as a tag.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSpace(r.PostFormValue("operator"))
 	password := r.PostFormValue("password")
@@ -180,31 +201,26 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, r, http.StatusForbidden, name, "The sign-in form expired. Try again.")
 		return
 	}
-	// Per name only for real operators: made-up names have no account to
-	// guess, and must not fill the limiter.
-	keys := []string{"addr:" + clientAddr(r)}
-	if c.known(name) {
-		keys = append(keys, "name:"+name)
-	}
-	if wait := c.limiter.wait(keys...); wait > 0 {
+	limits := signInLimits(clientAddr(r), name, c.trustedDevice(r, name))
+	if wait := c.limiter.take(limits); wait > 0 {
 		w.Header().Set("Retry-After", seconds(wait))
-		c.d.Log.Warn("console sign-in refused: too many failures", "operator", name, "addr", clientAddr(r))
+		c.d.Log.Warn("console sign-in refused: too many tries", "operator_tag", nameTag(name), "addr", clientAddr(r))
 		c.renderLogin(w, r, http.StatusTooManyRequests, name, "Too many failed attempts. Wait "+wait.Round(time.Second).String()+" and try again.")
 		return
 	}
 	if !c.checkPassword(name, password) {
-		c.limiter.fail(keys...)
-		c.d.Log.Warn("console sign-in failed", "operator", name, "addr", clientAddr(r))
+		c.d.Log.Warn("console sign-in failed", "operator_tag", nameTag(name), "addr", clientAddr(r))
 		c.renderLogin(w, r, http.StatusUnauthorized, name, "Wrong operator or password.")
 		return
 	}
-	c.limiter.reset("name:" + name)
+	c.limiter.giveBack(limits)
 	token, ses, err := c.d.Sessions.SignIn(r.Context(), name)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.clearCookie(w, r, loginCookie)
+	c.setDevice(w, r, name)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: Prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), Expires: ses.ExpiresAt,
 		MaxAge: int(time.Until(ses.ExpiresAt).Seconds())})
@@ -225,7 +241,7 @@ func (c *Console) checkPassword(name, password string) bool {
 	}
 	hash, ok := c.d.Operators[name]
 	if !ok {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(c.dummyHash, []byte(password))
 		return false
 	}
 	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil

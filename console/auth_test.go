@@ -1,11 +1,16 @@
 package console_test
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"paynotify/console"
 	"paynotify/dao"
@@ -127,17 +132,137 @@ func TestSignInRateLimited(t *testing.T) {
 		if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
 			t.Fatalf("after 5 failures: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
 		}
-		// From another address the name is limited too: a guesser cannot
-		// spread attempts over many addresses.
-		other := e.client(t)
-		if r := other.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests {
-			t.Fatalf("same operator, limited name: %d", r.status)
+		// A name nobody has is limited alike: the answers do not tell
+		// which names are operators.
+		for i := range 5 {
+			if r := c.login(t, "mallory", "guess"); r.status != http.StatusUnauthorized {
+				t.Fatalf("unknown name, failure %d: %d", i+1, r.status)
+			}
+		}
+		if r := c.login(t, "mallory", "guess"); r.status != http.StatusTooManyRequests {
+			t.Fatalf("unknown name after 5 failures: %d", r.status)
+		}
+		// From another address alice is not locked out: the guesser spent
+		// only his own tries at her name.
+		if r := e.clientFrom(t, "127.0.0.2").login(t, "alice", passwords["alice"]); r.status != http.StatusSeeOther {
+			t.Fatalf("alice from another address: %d\n%s", r.status, r.body)
 		}
 		e.clock.advance(16 * time.Minute)
 		if r := c.login(t, "alice", passwords["alice"]); r.status != http.StatusSeeOther {
 			t.Fatalf("after the window: %d\n%s", r.status, r.body)
 		}
 	})
+}
+
+// TestSignInBurstLimited: 32 tries at once from one address are counted
+// before any password is checked, so all but the first five wait.
+func TestSignInBurstLimited(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		const burst = 32
+		forms := make([]url.Values, burst)
+		clients := make([]*client, burst)
+		for i := range forms {
+			clients[i] = e.client(t)
+			page := clients[i].mustGet(t, "/console/login", http.StatusOK)
+			forms[i] = url.Values{"login_csrf": {field(t, loginField, page.body)}, "operator": {"alice"}, "password": {"guess"}}
+		}
+		statuses := make([]int, burst)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range forms {
+			wg.Go(func() {
+				<-start
+				statuses[i] = clients[i].post(t, "/console/login", forms[i]).status
+			})
+		}
+		close(start)
+		wg.Wait()
+		count := map[int]int{}
+		for _, s := range statuses {
+			count[s]++
+		}
+		if count[http.StatusUnauthorized] != 5 || count[http.StatusTooManyRequests] != burst-5 {
+			t.Fatalf("a burst of %d: %v, want 5 × 401 and the rest 429", burst, count)
+		}
+	})
+}
+
+// TestSignInGlobalLimit: guesses spread over many addresses and names run
+// into the global limit, which a browser that has signed in as the name
+// before does not: a stranger cannot lock a returning operator out.
+func TestSignInGlobalLimit(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		returning := e.clientFrom(t, "127.0.0.9")
+		if r := returning.login(t, "bob", passwords["bob"]); r.status != http.StatusSeeOther {
+			t.Fatalf("bob signs in: %d", r.status)
+		}
+		if r := returning.post(t, "/console/logout", url.Values{"csrf": {returning.csrf(t)}}); r.status != http.StatusSeeOther {
+			t.Fatalf("bob signs out: %d", r.status)
+		}
+		// 100 failures from 20 addresses, five names each.
+		for a := range 20 {
+			g := e.clientFrom(t, fmt.Sprintf("127.0.1.%d", a+1))
+			for n := range 5 {
+				if r := g.login(t, fmt.Sprintf("guess%d", n), "guess"); r.status != http.StatusUnauthorized {
+					t.Fatalf("guess from address %d, name %d: %d", a, n, r.status)
+				}
+			}
+		}
+		if r := e.clientFrom(t, "127.0.2.1").login(t, "bob", passwords["bob"]); r.status != http.StatusTooManyRequests {
+			t.Fatalf("bob from a new browser past the global limit: %d", r.status)
+		}
+		if r := returning.login(t, "bob", passwords["bob"]); r.status != http.StatusSeeOther {
+			t.Fatalf("bob from his own browser past the global limit: %d\n%s", r.status, r.body)
+		}
+		returning.post(t, "/console/logout", url.Values{"csrf": {returning.csrf(t)}})
+		// The device cookie is bob's only: for alice it counts for nothing.
+		if r := returning.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests {
+			t.Fatalf("alice from bob's browser past the global limit: %d", r.status)
+		}
+	})
+}
+
+// TestSignInLogsNoTypedName: a password typed into the name field must not
+// reach the log.
+func TestSignInLogsNoTypedName(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		var logged strings.Builder
+		var mu sync.Mutex
+		e := newEnv(t, store, func(d *console.Deps) {
+			d.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+		})
+		c := e.client(t)
+		const typed = "my-secret-password-in-the-name-field"
+		for range 7 {
+			c.login(t, typed, "x")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(logged.String(), typed) || !strings.Contains(logged.String(), "operator_tag=") {
+			t.Fatalf("log:\n%s", logged.String())
+		}
+	})
+}
+
+// TestUnknownNameCostsAsMuch: the stand-in hash an unknown name is checked
+// against has the configured hashes' cost — hash-password's 12 for real
+// deployments — so its timing does not tell names apart.
+func TestUnknownNameCostsAsMuch(t *testing.T) {
+	for _, cost := range []int{bcrypt.MinCost, console.PasswordCost} {
+		h, err := bcrypt.GenerateFromPassword([]byte("pw"), cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := console.New(console.Deps{Operators: map[string]string{"alice": string(h)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := console.DummyCost(c); got != cost {
+			t.Errorf("operators at cost %d: the unknown name's hash has cost %d", cost, got)
+		}
+	}
 }
 
 func TestPagesNeedSignIn(t *testing.T) {

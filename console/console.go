@@ -66,7 +66,9 @@ type Console struct {
 	d       Deps
 	pages   *pages
 	limiter *limiter
-	mux     *http.ServeMux
+	// dummyHash stands in for an unknown operator's (dummyHashFor).
+	dummyHash []byte
+	mux       *http.ServeMux
 }
 
 // New returns the console's handler, to be mounted at Prefix.
@@ -78,7 +80,7 @@ func New(d Deps) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{d: d, pages: p, limiter: newLimiter(d.Now), mux: http.NewServeMux()}
+	c := &Console{d: d, pages: p, limiter: newLimiter(d.Now), dummyHash: dummyHashFor(d.Operators), mux: http.NewServeMux()}
 	c.routes()
 	return c, nil
 }

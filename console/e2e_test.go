@@ -143,7 +143,7 @@ func (s *stack) notify(t *testing.T, outTradeNo, tradeNo, amount string) {
 // order paid twice, see both payments on its timeline, refund the second
 // from the queue, and see the audit entry and the refund end REFUNDED at
 // the fake Alipay. With CONSOLE_SCREENSHOTS=DIR it saves the overview, a
-// timeline and a queue there (the README's images come from docs/).
+// timeline and a queue there (docs/console.md shows the ones in docs/).
 func TestBrowser(t *testing.T) {
 	browser := findBrowser(t)
 	store := daotest.Open(t, dao.DriverMySQL)

@@ -3,6 +3,7 @@ package console_test
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -126,6 +127,28 @@ func (e *env) client(tb testing.TB) *client {
 	return &client{e: e, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
+}
+
+// clientFrom is a browser whose connections come from addr, another
+// loopback address (the limiter counts per client address).
+func (e *env) clientFrom(tb testing.TB, addr string) *client {
+	tb.Helper()
+	c := e.client(tb)
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+	c.http.Transport = &http.Transport{DialContext: d.DialContext}
+	return c
+}
+
+// lockedWriter is a log destination several handlers may write at once.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // response is what a request got.

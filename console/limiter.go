@@ -7,82 +7,118 @@ import (
 	"time"
 )
 
-// Sign-in limits: past maxFailures failed attempts within failureWindow
-// for one key (a client address, an operator name), that key must wait
-// until the window ends. Per instance: several instances each allow as
-// many, which still bounds a guesser to a few attempts a minute.
+// Sign-in limits, per instance, in fixed windows of failureWindow. Every
+// try is counted before its password is checked, so a burst of tries at
+// once is limited as surely as tries one after another; a sign-in gives
+// its try back. Past a limit, the tries it covers wait until its window
+// ends:
+//   - perPair tries for one name from one address: what a guesser at one
+//     operator gets, and all a stranger can spend of an operator's own;
+//   - perAddress tries from one address, whatever the names;
+//   - global tries from everywhere, which bounds a guesser spread over
+//     many addresses (and the bcrypt work they cost).
+//
+// The per-address and global limits do not apply to a browser that has
+// signed in as the name before (it holds a device cookie only that
+// operator's password could have earned), so a stranger who spends them
+// cannot lock a returning operator out.
 const (
 	failureWindow = 15 * time.Minute
-	maxFailures   = 5
-	// maxKeys bounds the memory a flood of addresses can take.
+	perPair       = 5
+	perAddress    = 20
+	global        = 100
+	// maxKeys bounds the memory a flood of addresses and names can take.
 	maxKeys = 50000
 )
 
-// limiter counts failed sign-ins per key in fixed windows.
+// limit is one counter and how many tries its window allows.
+type limit struct {
+	key string
+	max int
+}
+
+const globalKey = "global"
+
+// signInLimits are the counters a sign-in try for name from addr is
+// counted against; trusted drops the ones a stranger could spend.
+func signInLimits(addr, name string, trusted bool) []limit {
+	pair := limit{key: "pair:" + addr + "\x00" + name, max: perPair}
+	if trusted {
+		return []limit{pair}
+	}
+	return []limit{pair, {key: "addr:" + addr, max: perAddress}, {key: globalKey, max: global}}
+}
+
+// limiter counts sign-in tries per key in fixed windows.
 type limiter struct {
 	now  func() time.Time
 	mu   sync.Mutex
-	keys map[string]*failures
+	keys map[string]*tries
 }
 
-type failures struct {
+type tries struct {
 	n     int
 	start time.Time
 }
 
 func newLimiter(now func() time.Time) *limiter {
-	return &limiter{now: now, keys: map[string]*failures{}}
+	return &limiter{now: now, keys: map[string]*tries{}}
 }
 
-// wait is how long the caller must wait before trying any of keys again
-// (0: go ahead).
-func (l *limiter) wait(keys ...string) time.Duration {
+// take counts a try against every limit, unless one of them is spent:
+// then it counts nothing and says how long to wait (0: go ahead, the try
+// is counted).
+func (l *limiter) take(limits []limit) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	var longest time.Duration
-	for _, k := range keys {
-		f := l.keys[k]
-		if f == nil || now.Sub(f.start) >= failureWindow {
-			continue
-		}
-		if f.n >= maxFailures {
-			longest = max(longest, f.start.Add(failureWindow).Sub(now))
+	for _, lim := range limits {
+		t := l.keys[lim.key]
+		if t != nil && now.Sub(t.start) < failureWindow && t.n >= lim.max {
+			longest = max(longest, t.start.Add(failureWindow).Sub(now))
 		}
 	}
-	return longest
-}
-
-// fail counts a failed attempt against every key.
-func (l *limiter) fail(keys ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
+	if longest > 0 {
+		return longest
+	}
 	if len(l.keys) >= maxKeys {
 		l.prune(now)
 	}
-	for _, k := range keys {
-		f := l.keys[k]
-		if f == nil || now.Sub(f.start) >= failureWindow {
-			f = &failures{start: now}
-			l.keys[k] = f
+	for _, lim := range limits {
+		t := l.keys[lim.key]
+		if t == nil || now.Sub(t.start) >= failureWindow {
+			t = &tries{start: now}
+			l.keys[lim.key] = t
 		}
-		f.n++
+		t.n++
+	}
+	return 0
+}
+
+// giveBack returns a try that signed in: its pair starts afresh, and the
+// shared counters lose the one try.
+func (l *limiter) giveBack(limits []limit) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, lim := range limits {
+		t := l.keys[lim.key]
+		switch {
+		case t == nil:
+		case i == 0:
+			delete(l.keys, lim.key)
+		case t.n > 0:
+			t.n--
+		}
 	}
 }
 
-// reset forgets a key's failures (its operator signed in).
-func (l *limiter) reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.keys, key)
-}
-
-// prune drops windows that ended; if that is not enough, arbitrary ones
-// (a flood from many addresses must not grow memory without bound).
+// prune drops windows that ended; if that is not enough, arbitrary pair
+// and address counters (a flood must not grow memory without bound; the
+// global counter still bounds it).
 func (l *limiter) prune(now time.Time) {
-	for k, f := range l.keys {
-		if now.Sub(f.start) >= failureWindow {
+	for k, t := range l.keys {
+		if now.Sub(t.start) >= failureWindow {
 			delete(l.keys, k)
 		}
 	}
@@ -90,7 +126,7 @@ func (l *limiter) prune(now time.Time) {
 		if len(l.keys) < maxKeys*9/10 {
 			break
 		}
-		if !strings.HasPrefix(k, "name:") { // keep the per-name limits
+		if !strings.HasPrefix(k, globalKey) {
 			delete(l.keys, k)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // The journal lines of reconciliation's events and of payments without an
-// order: balanced, on the accounts the README names.
+// order: balanced, on the accounts docs/events.md names.
 func TestJournalLinesOfReconciliation(t *testing.T) {
 	at := time.Date(2026, 12, 1, 1, 30, 0, 0, time.UTC)
 	mk := func(typ model.EventType, data any) model.Event {

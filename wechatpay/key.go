@@ -1,0 +1,135 @@
+package wechatpay
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Every parse error below is a fixed phrase: keys are secrets (or look like
+// them), so no error ever quotes a byte of what it was given.
+var (
+	errNotPrivateKey = errors.New("not an RSA private key in PEM (PKCS#8, as apiclient_key.pem, or PKCS#1)")
+	errNotPublicKey  = errors.New("not an RSA public key in PEM (PKIX, as pub_key.pem, or PKCS#1)")
+	errNotCert       = errors.New("not a PEM certificate with an RSA key")
+)
+
+// pemBlocks returns the PEM blocks of s. Env files and secret stores often
+// carry "\n" as two characters; PEM never holds a backslash, so undoing it
+// is safe.
+func pemBlocks(s string) []*pem.Block {
+	rest := []byte(strings.TrimSpace(strings.ReplaceAll(s, `\n`, "\n")))
+	var blocks []*pem.Block
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return blocks
+		}
+		blocks = append(blocks, b)
+	}
+}
+
+// ParsePrivateKey reads an RSA private key in PEM: the merchant's
+// apiclient_key.pem (PKCS#8) or PKCS#1.
+func ParsePrivateKey(s string) (*rsa.PrivateKey, error) {
+	blocks := pemBlocks(s)
+	if len(blocks) != 1 {
+		return nil, errNotPrivateKey
+	}
+	der := blocks[0].Bytes
+	if key, err := x509.ParsePKCS1PrivateKey(der); err == nil {
+		return key, nil
+	}
+	key, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, errNotPrivateKey
+	}
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: holds a %T", errNotPrivateKey, key)
+	}
+	return rsaKey, nil
+}
+
+// ParsePublicKey reads an RSA public key in PEM: the WeChat Pay public key
+// (pub_key.pem, PKIX) or PKCS#1.
+func ParsePublicKey(s string) (*rsa.PublicKey, error) {
+	blocks := pemBlocks(s)
+	if len(blocks) != 1 {
+		return nil, errNotPublicKey
+	}
+	der := blocks[0].Bytes
+	if key, err := x509.ParsePKCS1PublicKey(der); err == nil {
+		return key, nil
+	}
+	key, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, errNotPublicKey
+	}
+	rsaKey, ok := key.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: holds a %T", errNotPublicKey, key)
+	}
+	return rsaKey, nil
+}
+
+// ParseCertificates reads every certificate of a PEM file (a platform
+// certificate file may hold more than one). Each must carry an RSA key:
+// the SDK's verifier would panic on any other.
+func ParseCertificates(s string) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for _, b := range pemBlocks(s) {
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, errNotCert
+		}
+		if _, ok := cert.PublicKey.(*rsa.PublicKey); !ok {
+			return nil, errNotCert
+		}
+		certs = append(certs, cert)
+	}
+	if len(certs) == 0 {
+		return nil, errNotCert
+	}
+	return certs, nil
+}
+
+// Serial is a platform certificate's serial as WeChat Pay writes it in
+// Wechatpay-Serial (and as the SDK keys its certificates): the serial's
+// bytes in upper-case hexadecimal.
+func Serial(cert *x509.Certificate) string {
+	return fmt.Sprintf("%X", cert.SerialNumber.Bytes())
+}
+
+// publicKeyOf returns the RSA public key in any of the PEM forms above
+// (private key, public key or certificate), or nil: what the refusal of
+// development keys compares.
+func publicKeyOf(s string) *rsa.PublicKey {
+	if k, err := ParsePrivateKey(s); err == nil {
+		return &k.PublicKey
+	}
+	if k, err := ParsePublicKey(s); err == nil {
+		return k
+	}
+	if certs, err := ParseCertificates(s); err == nil {
+		return certs[0].PublicKey.(*rsa.PublicKey)
+	}
+	return nil
+}
+
+// isOneOf reports whether key is the key of any PEM in pems.
+func isOneOf(key *rsa.PublicKey, pems []string) bool {
+	for _, p := range pems {
+		if k := publicKeyOf(p); k != nil && k.Equal(key) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,342 @@
+package wechatpay
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wechatpay-apiv3/wechatpay-go/services/payments"
+
+	"paynotify/model"
+)
+
+// The headers WeChat Pay signs its notifications and answers with.
+const (
+	HeaderSignature     = "Wechatpay-Signature"
+	HeaderSerial        = "Wechatpay-Serial"
+	HeaderTimestamp     = "Wechatpay-Timestamp"
+	HeaderNonce         = "Wechatpay-Nonce"
+	HeaderSignatureType = "Wechatpay-Signature-Type"
+)
+
+// SignatureType is the only signature WeChat Pay's v3 API uses.
+const SignatureType = "WECHATPAY2-SHA256-RSA2048"
+
+// ProbePrefix starts the Wechatpay-Signature of a signature probe:
+// WeChat Pay checks that a merchant refuses a bad signature by sending one.
+const ProbePrefix = "WECHATPAY/SIGNTEST/"
+
+// MaxClockSkew is how far a Wechatpay-Timestamp may be from our clock.
+const MaxClockSkew = 5 * time.Minute
+
+// MaxNotifyBody bounds a notification's body; real ones are about 1 KB.
+const MaxNotifyBody = 64 << 10
+
+// Event types of notifications.
+const (
+	EventTransactionSuccess = "TRANSACTION.SUCCESS"
+	EventRefundSuccess      = "REFUND.SUCCESS"
+	EventRefundAbnormal     = "REFUND.ABNORMAL"
+	EventRefundClosed       = "REFUND.CLOSED"
+)
+
+// Why a notification is refused. Each wraps the model error the service
+// maps to an answer; errors.Is tells them apart.
+var (
+	// ErrSignatureProbe: Wechatpay-Signature is a WeChat Pay signature
+	// probe, which must be refused like any bad signature.
+	ErrSignatureProbe = fmt.Errorf("%w: a WeChat Pay signature probe (%s…)", model.ErrBadSignature, ProbePrefix)
+	// ErrStaleTimestamp: Wechatpay-Timestamp is more than MaxClockSkew
+	// from our clock: a replay, or a clock that is wrong.
+	ErrStaleTimestamp = fmt.Errorf("%w: Wechatpay-Timestamp more than 5 minutes off", model.ErrBadSignature)
+	// ErrUnknownSerial: Wechatpay-Serial names neither our public key nor
+	// a platform certificate valid now.
+	ErrUnknownSerial = fmt.Errorf("%w: Wechatpay-Serial names no key of ours", model.ErrBadSignature)
+	// ErrSignature: the signature does not verify, or a signed header is
+	// missing or malformed.
+	ErrSignature = fmt.Errorf("%w: Wechatpay-Signature does not verify", model.ErrBadSignature)
+	// ErrDecrypt: signed by WeChat Pay, but the resource does not decrypt
+	// with our APIv3 key (a wrong WECHATPAY_APIV3_KEY, most likely).
+	ErrDecrypt = fmt.Errorf("%w: resource does not decrypt with the APIv3 key", model.ErrInvalidNotification)
+	// ErrNotPaid: a transaction notification whose trade_state is not
+	// SUCCESS.
+	ErrNotPaid = fmt.Errorf("%w: trade_state is not SUCCESS", model.ErrInvalidNotification)
+)
+
+// Notification is a verified, decrypted notification: a payment or a
+// refund's outcome, never both.
+type Notification struct {
+	// ID is the notification's id, the same on every resend.
+	ID string
+	// EventType is TRANSACTION.SUCCESS or one of the REFUND.* types.
+	EventType string
+	// Payment is set for TRANSACTION.SUCCESS.
+	Payment *Transaction
+	// Refund is set for REFUND.*: a hint to query the refund now, never a
+	// payment.
+	Refund *RefundHint
+}
+
+// Transaction is a paid WeChat Pay transaction, checked: ours, SUCCESS,
+// every field present.
+type Transaction struct {
+	// TransactionID is WeChat Pay's number: the ledger's trade_no.
+	TransactionID string
+	OutTradeNo    string
+	// Total is the order's amount in fen; Currency is CNY for 直连商户.
+	Total    int64
+	Currency string
+	// SuccessTime is when the buyer paid.
+	SuccessTime time.Time
+	// TradeType is NATIVE, JSAPI, MWEB (h5) or APP.
+	TradeType string
+	// NotifyID is the notification's id ("" when the transaction came
+	// from a query).
+	NotifyID string
+}
+
+// RefundHint is what a REFUND.* notification says of a refund.
+type RefundHint struct {
+	OutRefundNo, RefundID   string
+	TransactionID, OutTrade string
+	// Status is SUCCESS, ABNORMAL or CLOSED.
+	Status RefundStatus
+	// Refund is the amount refunded, in fen.
+	Refund int64
+}
+
+// envelope is a notification's body.
+type envelope struct {
+	ID           string `json:"id"`
+	EventType    string `json:"event_type"`
+	ResourceType string `json:"resource_type"`
+	Resource     struct {
+		Algorithm      string `json:"algorithm"`
+		Ciphertext     string `json:"ciphertext"`
+		AssociatedData string `json:"associated_data"`
+		Nonce          string `json:"nonce"`
+	} `json:"resource"`
+}
+
+// refundResource is a REFUND.* notification's decrypted resource.
+type refundResource struct {
+	MchID         string `json:"mchid"`
+	OutTradeNo    string `json:"out_trade_no"`
+	TransactionID string `json:"transaction_id"`
+	OutRefundNo   string `json:"out_refund_no"`
+	RefundID      string `json:"refund_id"`
+	RefundStatus  string `json:"refund_status"`
+	Amount        struct {
+		Refund *int64 `json:"refund"`
+	} `json:"amount"`
+}
+
+// ReadNotification reads a notification's body from r (at most
+// MaxNotifyBody) and verifies it as VerifyNotification does.
+func (c *Client) ReadNotification(r *http.Request) (Notification, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxNotifyBody+1))
+	if err != nil {
+		return Notification{}, fmt.Errorf("%w: reading the body: %v", model.ErrInvalidNotification, err)
+	}
+	if len(body) > MaxNotifyBody {
+		return Notification{}, fmt.Errorf("%w: body over %d bytes", model.ErrInvalidNotification, MaxNotifyBody)
+	}
+	return c.VerifyNotification(r.Context(), r.Header, body)
+}
+
+// VerifyNotification checks a notification's signature headers against
+// body, decrypts its resource and checks what it says. The SDK's own
+// notify.Handler is not used: it answers every refusal with the same
+// untyped error (a probe looks like a forgery, a stale timestamp like
+// both), judges timestamps by the wall clock only, and reads a missing
+// Wechatpay-Timestamp as 0.
+func (c *Client) VerifyNotification(ctx context.Context, h http.Header, body []byte) (Notification, error) {
+	if err := c.verifySigned(ctx, h, body); err != nil {
+		return Notification{}, err
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return Notification{}, fmt.Errorf("%w: body is not JSON: %v", model.ErrInvalidNotification, err)
+	}
+	if env.ID == "" {
+		return Notification{}, fmt.Errorf("%w: no id", model.ErrInvalidNotification)
+	}
+	if env.Resource.Algorithm != "AEAD_AES_256_GCM" {
+		return Notification{}, fmt.Errorf("%w: resource algorithm %q, want AEAD_AES_256_GCM", model.ErrInvalidNotification, clip(env.Resource.Algorithm))
+	}
+	plain, err := c.open(env.Resource.Nonce, env.Resource.Ciphertext, env.Resource.AssociatedData)
+	if err != nil {
+		return Notification{}, err
+	}
+	n := Notification{ID: env.ID, EventType: env.EventType}
+	switch env.EventType {
+	case EventTransactionSuccess:
+		var t payments.Transaction
+		if err := json.Unmarshal(plain, &t); err != nil {
+			return Notification{}, fmt.Errorf("%w: resource is not a transaction: %v", model.ErrInvalidNotification, err)
+		}
+		tx, err := c.transaction(t)
+		if err != nil {
+			return Notification{}, err
+		}
+		tx.NotifyID = env.ID
+		n.Payment = &tx
+	case EventRefundSuccess, EventRefundAbnormal, EventRefundClosed:
+		hint, err := c.refundHint(plain)
+		if err != nil {
+			return Notification{}, err
+		}
+		n.Refund = &hint
+	default:
+		return Notification{}, fmt.Errorf("%w: event_type %q", model.ErrInvalidNotification, clip(env.EventType))
+	}
+	return n, nil
+}
+
+// verifySigned checks the Wechatpay-* headers: not a probe, a fresh
+// timestamp, a known serial, and a signature over
+// "timestamp\nnonce\nbody\n" by that serial's key (checked by the SDK's
+// verifier).
+func (c *Client) verifySigned(ctx context.Context, h http.Header, body []byte) error {
+	sig := strings.TrimSpace(h.Get(HeaderSignature))
+	if strings.HasPrefix(sig, ProbePrefix) {
+		return ErrSignatureProbe
+	}
+	serial := strings.TrimSpace(h.Get(HeaderSerial))
+	ts := strings.TrimSpace(h.Get(HeaderTimestamp))
+	nonce := strings.TrimSpace(h.Get(HeaderNonce))
+	for _, f := range []struct{ name, v string }{{HeaderSignature, sig}, {HeaderSerial, serial}, {HeaderTimestamp, ts}, {HeaderNonce, nonce}} {
+		if f.v == "" {
+			return fmt.Errorf("%w: no %s", ErrSignature, f.name)
+		}
+	}
+	if t := h.Get(HeaderSignatureType); t != "" && t != SignatureType {
+		return fmt.Errorf("%w: %s %q", ErrSignature, HeaderSignatureType, clip(t))
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s %q is not a number", ErrSignature, HeaderTimestamp, clip(ts))
+	}
+	now := c.now()
+	if off := now.Sub(time.Unix(sec, 0)); off > MaxClockSkew || off < -MaxClockSkew {
+		return fmt.Errorf("%w: %s is %s from now", ErrStaleTimestamp, HeaderTimestamp, off.Round(time.Second))
+	}
+	if !c.keys.knows(serial, now) {
+		return fmt.Errorf("%w: %q", ErrUnknownSerial, clip(serial))
+	}
+	if _, err := base64.StdEncoding.DecodeString(sig); err != nil {
+		return fmt.Errorf("%w: not base64", ErrSignature)
+	}
+	msg := ts + "\n" + nonce + "\n" + string(body) + "\n"
+	if err := c.verifier.Verify(ctx, serial, msg, sig); err != nil {
+		return ErrSignature
+	}
+	return nil
+}
+
+// open decrypts a resource (AEAD_AES_256_GCM, the APIv3 key, its nonce
+// and associated_data).
+func (c *Client) open(nonce, ciphertext, ad string) ([]byte, error) {
+	ct, err := base64.StdEncoding.DecodeString(ciphertext)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ciphertext is not base64", model.ErrInvalidNotification)
+	}
+	if len(nonce) != c.aead.NonceSize() {
+		return nil, fmt.Errorf("%w: nonce of %d bytes, want %d", model.ErrInvalidNotification, len(nonce), c.aead.NonceSize())
+	}
+	plain, err := c.aead.Open(nil, []byte(nonce), ct, []byte(ad))
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	return plain, nil
+}
+
+// transaction checks a paid transaction (from a notification or a query)
+// and makes it neutral.
+func (c *Client) transaction(t payments.Transaction) (Transaction, error) {
+	if err := c.ours(deref(t.Mchid), deref(t.Appid)); err != nil {
+		return Transaction{}, err
+	}
+	if state := deref(t.TradeState); state != string(TradeSuccess) {
+		return Transaction{}, fmt.Errorf("%w: %q", ErrNotPaid, clip(state))
+	}
+	tx := Transaction{
+		TransactionID: deref(t.TransactionId),
+		OutTradeNo:    deref(t.OutTradeNo),
+		TradeType:     deref(t.TradeType),
+		Currency:      "CNY",
+	}
+	if tx.TransactionID == "" || tx.OutTradeNo == "" {
+		return Transaction{}, fmt.Errorf("%w: no transaction_id or out_trade_no", model.ErrInvalidNotification)
+	}
+	if t.Amount == nil || t.Amount.Total == nil || *t.Amount.Total <= 0 {
+		return Transaction{}, fmt.Errorf("%w: no positive amount.total", model.ErrInvalidNotification)
+	}
+	tx.Total = *t.Amount.Total
+	if cur := deref(t.Amount.Currency); cur != "" {
+		tx.Currency = cur
+	}
+	at, err := time.Parse(time.RFC3339, deref(t.SuccessTime))
+	if err != nil {
+		return Transaction{}, fmt.Errorf("%w: success_time %q", model.ErrInvalidNotification, clip(deref(t.SuccessTime)))
+	}
+	tx.SuccessTime = at.UTC()
+	return tx, nil
+}
+
+// ours refuses a mchid or appid that is not ours. A refund resource has
+// no appid: pass "" to check only the mchid.
+func (c *Client) ours(mchID, appID string) error {
+	if mchID != c.mchID {
+		return fmt.Errorf("%w: mchid %q", model.ErrWrongMerchant, clip(mchID))
+	}
+	if appID != c.appID {
+		return fmt.Errorf("%w: appid %q", model.ErrWrongMerchant, clip(appID))
+	}
+	return nil
+}
+
+// refundHint reads a REFUND.* resource.
+func (c *Client) refundHint(plain []byte) (RefundHint, error) {
+	var r refundResource
+	if err := json.Unmarshal(plain, &r); err != nil {
+		return RefundHint{}, fmt.Errorf("%w: resource is not a refund: %v", model.ErrInvalidNotification, err)
+	}
+	if r.MchID != c.mchID {
+		return RefundHint{}, fmt.Errorf("%w: mchid %q", model.ErrWrongMerchant, clip(r.MchID))
+	}
+	if r.OutRefundNo == "" {
+		return RefundHint{}, fmt.Errorf("%w: no out_refund_no", model.ErrInvalidNotification)
+	}
+	h := RefundHint{
+		OutRefundNo: r.OutRefundNo, RefundID: r.RefundID,
+		TransactionID: r.TransactionID, OutTrade: r.OutTradeNo,
+		Status: RefundStatus(r.RefundStatus),
+	}
+	if r.Amount.Refund != nil {
+		h.Refund = *r.Amount.Refund
+	}
+	return h, nil
+}
+
+// deref is *p, or "" for nil: the SDK's models are all pointers.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// clip shortens what a sender wrote before an error quotes it.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
