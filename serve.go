@@ -22,6 +22,8 @@ import (
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/lock"
+	"paynotify/metrics"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -117,17 +119,22 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(store.SQL(), "paynotify"),
 	)
+	m := metrics.New(reg)
 	if cfg.APIJWTSecret == "" {
 		log.Warn("order API disabled: API_JWT_SECRET is not set")
 	}
 	payments := service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
-	payments.OnUnmatched = countUnmatched(reg, log)
-	countGroups(reg, payments)
+	payments.OnUnmatched = func(p model.Payment) {
+		m.PaymentUnmatched(p)
+		log.Warn("payment for no order recorded UNMATCHED: refund it", "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
+			"amount", p.Amount.StringFixed(2))
+	}
+	payments.OnGroup, payments.OnFallback = m.GroupApplied, m.GroupFallback
 	refunds := service.NewRefunds(store, a.alipay, log)
-	refunds.OnFinished = countRefunds(reg)
+	refunds.OnFinished = m.RefundFinished
 	recon := service.NewBillReconciler(store, alipayBills(a.alipay), payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	countBillReconciler(reg, recon)
+	recon.OnItem, recon.OnFinished = m.ReconItem, m.ReconFinished
 	var checkout *service.Checkout
 	var locker *lock.Redis
 	if cfg.PublicURL == "" {
@@ -153,7 +160,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	var cons http.Handler
 	cdeps := console.Deps{
 		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL), Refunds: refunds, BillReconciler: recon,
-		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Gatherer: reg,
+		Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
 	if cdeps.Enabled() {
@@ -179,6 +186,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		Console:       cons,
 		DB:            store,
 		Registry:      reg,
+		Metrics:       m,
 		NotifyTimeout: cfg.NotifyTimeout,
 		APITimeout:    cfg.APITimeout,
 	})
@@ -199,18 +207,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}
-	w, err := startWorkers(ctx, log, cfg, store, reg, a.consume, jobs...)
+	w, err := startWorkers(ctx, log, cfg, store, m, a.consume, jobs...)
 	if err != nil {
 		return err
 	}
 	defer w.stop()
 	if checkout != nil {
-		unguarded := prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "paynotify_pay_starts_unguarded_total",
-			Help: "Payment starts that ran without the Redis guard (not configured, or Redis down).",
-		})
-		reg.MustRegister(unguarded)
-		checkout.OnUnguarded = unguarded.Inc
+		checkout.OnUnguarded = m.PayStartUnguarded
 	}
 
 	ln := a.ln

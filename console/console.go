@@ -14,8 +14,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"paynotify/metrics"
 	"paynotify/service"
 )
 
@@ -54,9 +53,9 @@ type Deps struct {
 	// (PUBLIC_URL's), accepted as a form's Origin behind a proxy that
 	// rewrites Host.
 	PublicHost string
-	// Gatherer holds this instance's notification counters (duplicates
-	// and failures leave no row in the ledger).
-	Gatherer prometheus.Gatherer
+	// Metrics holds this instance's notification counts (duplicates and
+	// failures leave no row in the ledger).
+	Metrics *metrics.Metrics
 	// Now is the clock (tests).
 	Now func() time.Time
 }

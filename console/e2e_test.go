@@ -26,6 +26,7 @@ import (
 	"paynotify/fakealipay"
 	"paynotify/handler"
 	"paynotify/internal/devkey"
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -96,13 +97,14 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 	s.refunds = service.NewRefunds(store, client, log)
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
 	c, err := console.New(console.Deps{Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
-		Operators: operatorHashes(t), Gatherer: reg})
+		Operators: operatorHashes(t), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.srv = httptest.NewUnstartedServer(handler.New(handler.Deps{Log: log, Verifier: client, Payments: payments, Refunds: s.refunds,
-		Dashboard: dashboard, Queues: queues, Lookup: lookup, Console: c, DB: store, Registry: reg}))
+		Dashboard: dashboard, Queues: queues, Lookup: lookup, Console: c, DB: store, Registry: reg, Metrics: m}))
 	s.srv.Listener.Close()
 	s.srv.Listener = ln
 	s.srv.Start()

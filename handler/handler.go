@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"paynotify/metrics"
 	"paynotify/service"
 )
 
@@ -46,7 +47,10 @@ type Deps struct {
 	// /admin.
 	BillReconciler *service.BillReconciler
 	DB             Pinger
-	Registry       *prometheus.Registry
+	// Registry is what /metrics serves; Metrics counts into it (nil: New
+	// defines them on Registry).
+	Registry *prometheus.Registry
+	Metrics  *metrics.Metrics
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -64,12 +68,15 @@ func New(d Deps) http.Handler {
 	if d.APITimeout <= 0 {
 		d.APITimeout = 10 * time.Second
 	}
-	m := newMetrics(d.Registry)
+	m := d.Metrics
+	if m == nil {
+		m = metrics.New(d.Registry)
+	}
 	r := gin.New()
 	// Path values are matched escaped and handed over unescaped, so an
 	// idempotency key with a "/" (a visible ASCII character) still routes.
 	r.UseRawPath, r.UnescapePathValues = true, true
-	r.Use(requestID(d.Log), m.countRequests(), recovery())
+	r.Use(requestID(d.Log), countRequests(m), recovery())
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func (m *Metrics) newHTTP() {
+	m.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notifications_total",
+		Help: "Alipay notifications by outcome (applied, duplicate, refund_pending, ignored, or why they failed).",
+	}, []string{"outcome"})
+	m.notifyLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "paynotify_notify_duration_seconds",
+		Help:    "Time to answer an Alipay notification, by outcome.",
+		Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+	}, []string{"outcome"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_http_requests_total",
+		Help: "HTTP requests by route template (unmatched for no route), method and status code.",
+	}, []string{"route", "method", "status"})
+	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "paynotify_http_request_duration_seconds",
+		Help:    "Time to answer an HTTP request, by route template and method.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"route", "method"})
+	m.reg.MustRegister(m.notifications, m.notifyLatency, m.requests, m.requestTime)
+}
+
+// Notified counts a notification answered with outcome after took.
+func (m *Metrics) Notified(outcome string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.notifications.WithLabelValues(outcome).Inc()
+	m.notifyLatency.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// Requested counts an HTTP request by its route's template, method and
+// status, answered after took.
+func (m *Metrics) Requested(route, method, status string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(route, method, status).Inc()
+	m.requestTime.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// NotificationCounts is how many notifications this instance counted
+// since it started, by outcome.
+func (m *Metrics) NotificationCounts() map[string]float64 {
+	out := map[string]float64{}
+	if m == nil {
+		return out
+	}
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.notifications.Collect(ch)
+		close(ch)
+	}()
+	for c := range ch {
+		var d dto.Metric
+		if err := c.Write(&d); err != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "outcome" {
+				out[l.GetValue()] += d.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+func (m *Metrics) newRecon() {
+	m.reconItems = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_reconciliation_items_total",
+		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_ALIPAY, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",
+	}, []string{"outcome"})
+	m.reconRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_reconciliation_runs_total",
+		Help: "Reconciliation attempts, by how they ended: done (clean), differences, failed.",
+	}, []string{"result"})
+	m.reconDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paynotify_reconciliation_duration_seconds",
+		Help:    "How long a reconciliation attempt took.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600},
+	})
+	m.reconLast = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "paynotify_reconciliation_last_success_date",
+		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing: alert when it is older than two days.",
+	})
+	m.reg.MustRegister(m.reconItems, m.reconRuns, m.reconDuration, m.reconLast)
+	for _, o := range model.ReconOutcomes {
+		m.reconItems.WithLabelValues(string(o))
+	}
+	for _, r := range []string{"done", "differences", "failed"} {
+		m.reconRuns.WithLabelValues(r)
+	}
+}
+
+// lastDay is the newest bill date reconciled, as Unix time.
+type lastDay struct {
+	mu  sync.Mutex
+	day int64
+}
+
+// ReconItem counts an item an attempt recorded (for
+// service.BillReconciler.OnItem).
+func (m *Metrics) ReconItem(o model.ReconOutcome) {
+	if m != nil {
+		m.reconItems.WithLabelValues(string(o)).Inc()
+	}
+}
+
+// ReconFinished counts a finished attempt by how it ended, observes how
+// long it took, and moves the last success date on (for
+// service.BillReconciler.OnFinished).
+func (m *Metrics) ReconFinished(run model.ReconRun, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.reconDuration.Observe(took.Seconds())
+	switch {
+	case run.State == model.ReconFailed:
+		m.reconRuns.WithLabelValues("failed").Inc()
+		return
+	case run.Unresolved > 0:
+		m.reconRuns.WithLabelValues("differences").Inc()
+	default:
+		m.reconRuns.WithLabelValues("done").Inc()
+	}
+	if day, err := service.ParseBillDate(run.BillDate); err == nil {
+		l := &m.reconLastDay
+		l.mu.Lock()
+		if day.Unix() > l.day {
+			l.day = day.Unix()
+			m.reconLast.Set(float64(l.day))
+		}
+		l.mu.Unlock()
+	}
+}
