@@ -262,14 +262,14 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 }
 
 // newLogger logs JSON for machines (serve) or text for people (dev).
-// The MySQL driver's own reports go to it too (driverLog).
+// The MySQL driver's own reports go to it too (dao.RouteDriverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
-	driverLogger.Store(log)
+	dao.SetDriverLogger(log)
 	return log
 }
 
