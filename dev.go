@@ -36,6 +36,17 @@ const (
 	devSellerID = "2088000000000001"
 )
 
+// The development WeChat Pay merchant that testdata/notify/wechatpay is
+// sealed for, and the serials of the development keys (testdata/dev).
+const (
+	devWeChatMchID          = "1900000001"
+	devWeChatAppID          = "wxd000000000000001"
+	devWeChatAPIv3Key       = "paynotify-dev-apiv3-key-32bytes!"
+	devWeChatMerchantSerial = "3775B6A45ACD588826D15E583A95F5DD4F2B1E2F"
+	devWeChatPublicKeyID    = "PUB_KEY_ID_0119000000000001"
+	devWeChatCertSerial     = "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+)
+
 // devJWTSecret signs the demo member tokens `dev` prints. Public, like the
 // dev keys; serve never defaults to it.
 const devJWTSecret = "paynotify-dev-jwt-secret-not-for-production"

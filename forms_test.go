@@ -1,16 +1,26 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"hash/crc32"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"paynotify/alipay"
+	"paynotify/fakewechatpay"
+	"paynotify/wechatpay"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/notify/*.form")
+var update = flag.Bool("update", false, "rewrite testdata/notify/*.form and testdata/notify/wechatpay/*.json")
 
 // notifyCase is one QA replay file in testdata/notify, and what the dev
 // service answers when the files are replayed in this order.
@@ -107,6 +117,138 @@ func TestNotifyForms(t *testing.T) {
 		}
 		if string(got) != want {
 			t.Errorf("%s is stale: go test -run TestNotifyForms -update .", path)
+		}
+	}
+}
+
+// weChatCase is one WeChat Pay QA replay body in testdata/notify/wechatpay
+// (sealed with the development APIv3 key; `sign -provider wechatpay`
+// signs it when replayed), and the HTTP status the dev service answers
+// when the bodies are replayed in this order.
+type weChatCase struct {
+	name     string
+	event    string
+	resource map[string]any
+	status   int
+}
+
+// devTransaction is a transaction_id WeChat Pay could have issued for a
+// demo order.
+func devTransaction(suffix string) string { return "420000202611300000000000" + suffix }
+
+// weChatPaid is a TRANSACTION.SUCCESS resource for the dev merchant, with
+// the fields a real one carries.
+func weChatPaid(sn, transactionID string, fen int64, extra map[string]any) map[string]any {
+	m := map[string]any{
+		"appid": devWeChatAppID, "mchid": devWeChatMchID, "out_trade_no": sn, "transaction_id": transactionID,
+		"trade_type": "NATIVE", "trade_state": "SUCCESS", "trade_state_desc": "支付成功", "bank_type": "OTHERS",
+		"attach": "", "success_time": "2026-11-30T14:05:02+08:00",
+		"payer":  map[string]string{"openid": "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o"},
+		"amount": map[string]any{"total": fen, "payer_total": fen, "currency": "CNY", "payer_currency": "CNY"},
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+var weChatCases = []weChatCase{
+	{name: "pay_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("1001"), 10000, nil), status: 204},
+	{name: "second_trade_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("2001"), 10000, nil), status: 204},
+	{name: "underpay_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("1002"), 1, nil), status: 204},
+	{name: "usd_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("3002"), 8800,
+		map[string]any{"amount": map[string]any{"total": 8800, "payer_total": 8800, "currency": "USD", "payer_currency": "USD"}}), status: 204},
+	{name: "closed_demo_1003", resource: weChatPaid("DEMO-1003", devTransaction("1003"), 5990, nil), status: 204},
+	{name: "notpay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+		map[string]any{"trade_state": "NOTPAY", "trade_state_desc": "未支付"}), status: 400},
+	{name: "wrong_mchid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+		map[string]any{"mchid": "1900009999"}), status: 400},
+	{name: "wrong_appid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+		map[string]any{"appid": "wxd999999999999999"}), status: 400},
+	{name: "conflict_trade_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1001"), 1, nil), status: 409},
+	// Money for no order of ours: recorded UNMATCHED, for an operator to refund.
+	{name: "unknown_order", resource: weChatPaid("NOPE-404", devTransaction("0404"), 100, nil), status: 204},
+	{name: "pay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1, nil), status: 204},
+	// A refund's outcome only hurries the refund worker: never a payment.
+	{name: "refund_success_demo_1001", event: "REFUND.SUCCESS", resource: map[string]any{
+		"mchid": devWeChatMchID, "out_trade_no": "DEMO-1001", "transaction_id": devTransaction("2001"),
+		"out_refund_no": "RF-DEMO-1001", "refund_id": "50300002026113000000000001001", "refund_status": "SUCCESS",
+		"success_time": "2026-11-30T15:00:00+08:00", "user_received_account": "支付用户零钱",
+		"amount": map[string]any{"total": 10000, "refund": 10000, "payer_total": 10000, "payer_refund": 10000},
+	}, status: 204},
+}
+
+// body seals a case with the development APIv3 key, with a nonce and an
+// id of its own name so regenerating gives the same bytes.
+func (c weChatCase) body(t *testing.T) []byte {
+	t.Helper()
+	plain, err := json.Marshal(c.resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fakewechatpay.Body{
+		ID: "EV-" + c.name, EventType: c.event, Summary: "支付成功", OriginalType: "transaction",
+		CreateTime: time.Date(2026, 11, 30, 6, 5, 3, 0, time.UTC), Resource: plain,
+		Nonce: fmt.Sprintf("%012x", crc32.ChecksumIEEE([]byte(c.name)))[:12],
+	}
+	if b.EventType == "" {
+		b.EventType = wechatpay.EventTransactionSuccess
+	}
+	if strings.HasPrefix(b.EventType, "REFUND.") {
+		b.Summary, b.OriginalType = "退款成功", "refund"
+	}
+	body, err := b.Seal(devWeChatAPIv3Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// The WeChat Pay replay bodies are what the cases say, sealed with the dev
+// APIv3 key, and each verifies (once signed) and decrypts as its case says.
+// Regenerate with: go test -run TestWeChatPayNotifyBodies -update .
+func TestWeChatPayNotifyBodies(t *testing.T) {
+	client, err := wechatpay.New(wechatpay.Config{
+		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
+		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range weChatCases {
+		path := filepath.Join("testdata", "notify", "wechatpay", c.name+".json")
+		want := append(c.body(t), '\n')
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (regenerate: go test -run TestWeChatPayNotifyBodies -update .)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s is stale: go test -run TestWeChatPayNotifyBodies -update .", path)
+			continue
+		}
+		body := bytes.TrimSpace(got)
+		g, err := fakewechatpay.SignNotification(devKey("wechatpay_private_key.pem"), devWeChatPublicKeyID, time.Now(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := make(http.Header)
+		g.Set(h)
+		n, err := client.VerifyNotification(context.Background(), h, body)
+		if c.status == 204 && (err != nil || (n.Payment == nil) == (n.Refund == nil)) {
+			t.Errorf("%s: %+v %v, want a payment or a refund hint", c.name, n, err)
+		}
+		if c.status != 204 && c.status != 409 && err == nil {
+			t.Errorf("%s verified, want refused", c.name)
 		}
 	}
 }

@@ -6,7 +6,7 @@
 //	paynotify consume        run the accounting consumer (NATS JetStream)
 //	paynotify reconcile      reconcile a day against Alipay's trade bill (exit 1 on differences)
 //	paynotify dev            run on an embedded SQLite with demo data and dev keys
-//	paynotify sign           sign a notification form with a private key (QA)
+//	paynotify sign           sign a notification (an Alipay form, or a WeChat Pay body as a curl command) with a private key (QA)
 //	paynotify healthcheck    ask a running service whether it is ready (containers)
 //	paynotify hash-password  make a console operator's bcrypt hash
 //
@@ -35,7 +35,7 @@ commands:
   consume        run the accounting consumer of the event stream (needs NATS_URL)
   reconcile      reconcile a day against Alipay's bill: paynotify reconcile [-date yyyy-MM-dd]
   dev            run on an embedded SQLite with demo orders and development keys
-  sign           sign a notification form: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE]
+  sign           sign a notification: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE] (Alipay), paynotify sign -provider wechatpay BODY.json | sh (WeChat Pay)
   healthcheck    exit 0 if the service at HTTP_ADDR answers /readyz, else 1
   hash-password  print a bcrypt hash for CONSOLE_OPERATORS: paynotify hash-password [OPERATOR] < password
 

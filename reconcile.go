@@ -54,7 +54,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
-	recon := service.NewBillReconciler(store, alipayBills(client), service.NewPayments(store), log)
+	recon := service.NewBillReconciler(store, alipay.NewProvider(client, "", ""), service.NewPayments(store), log)
 	run, err := recon.Run(ctx, *date)
 	if err != nil {
 		return err
@@ -76,15 +76,4 @@ func reportRun(env environment, run model.ReconRun) error {
 		return fmt.Errorf("reconciliation of %s found %d unresolved differences (GET /admin/reconciliations/%s)", run.BillDate, run.Unresolved, run.BillDate)
 	}
 	return nil
-}
-
-// alipayBills is the Alipay client as reconciliation's bill source.
-func alipayBills(c *alipay.Client) service.BillSource {
-	return service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
-		b, err := c.TradeBill(ctx, day)
-		if err != nil {
-			return nil, err // never a nil *alipay.Bill in a non-nil interface
-		}
-		return b, nil
-	})
 }

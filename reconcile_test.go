@@ -68,8 +68,7 @@ func TestReconcileCommand(t *testing.T) {
 	}
 	fake.AddPaidTrade("CLI-1", "T-CLI-1", decimal.RequireFromString("10.00"), day("2026-11-28", 10))
 	paidAt := day("2026-11-28", 10).UTC()
-	if _, _, err := service.NewPayments(store).Observe(context.Background(), model.Notification{NotifyID: "n", TradeStatus: model.TradeSuccess,
-		OutTradeNo: "CLI-1", TradeNo: "T-CLI-1", TotalAmount: decimal.RequireFromString("10.00"), GmtPayment: &paidAt}); err != nil {
+	if _, _, err := service.NewPayments(store).Observe(context.Background(), model.Observation{Provider: model.ProviderAlipay, Ref: "n", OutTradeNo: "CLI-1", TradeNo: "T-CLI-1", Amount: decimal.RequireFromString("10.00"), PaidAt: &paidAt}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := reconcile(t, "-date", "2026-11-28")

@@ -130,9 +130,13 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 			"amount", p.Amount.StringFixed(2))
 	}
 	payments.OnGroup, payments.OnFallback = m.GroupApplied, m.GroupFallback
-	refunds := service.NewRefunds(store, a.alipay, log)
+	// Payment Providers: one adapter per provider configured, by name.
+	providers := service.Providers{
+		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	}
+	refunds := service.NewRefunds(store, providers, log)
 	refunds.OnFinished = m.RefundFinished
-	recon := service.NewBillReconciler(store, alipayBills(a.alipay), payments, log)
+	recon := service.NewBillReconciler(store, providers[model.ProviderAlipay], payments, log)
 	recon.Background = ctx // a run an admin asked for outlives its request, not the service
 	recon.OnItem, recon.OnFinished = m.ReconItem, m.ReconFinished
 	var checkout *service.Checkout
@@ -148,8 +152,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		} else {
 			log.Warn("REDIS_ADDR not set: payment starts are guarded in-process and by the database only")
 		}
-		checkout = service.NewCheckout(store, a.alipay, payments, l, log,
-			strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+		checkout = service.NewCheckout(store, providers, payments, l, log)
 		checkout.PayTimeout = cfg.OrderPayTimeout
 	}
 	var verifier handler.Verifier = a.alipay
@@ -198,7 +201,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 		mux.Handle("/", h)
 		h = mux
 	}
-	trades := service.NewOpenTrades(store, a.alipay, payments, log)
+	trades := service.NewOpenTrades(store, providers, payments, log)
 	trades.Interval, refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
 	jobs := []service.Job{trades.QueryJob(), trades.CloseJob(), refunds.Job()}
 	if at, on, _ := cfg.ReconTime(); on {

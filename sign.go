@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"paynotify/alipay"
+	"paynotify/fakewechatpay"
+	"paynotify/wechatpay"
 )
 
 // setFlags collects repeated -set k=v.
@@ -17,11 +24,18 @@ func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 const signUsage = `usage: paynotify sign [-key KEY.pem] [-set k=v ...] [FORM_FILE|-]
+       paynotify sign -provider wechatpay [-key KEY.pem] [-serial SERIAL] [-url URL] [BODY_FILE|-]
 
-Reads a URL-encoded notification form (FORM_FILE, or standard input),
-applies the -set changes, signs it by Alipay's rule and prints the signed
-form, ready for curl --data @-. The default key is the development
-"Alipay" key that paynotify dev trusts.
+Alipay (the default): reads a URL-encoded notification form (FORM_FILE, or
+standard input), applies the -set changes, signs it by Alipay's rule and
+prints the signed form, ready for curl --data @-. The default key is the
+development "Alipay" key that paynotify dev trusts.
+
+WeChat Pay: reads a notification body (JSON, its resource already
+encrypted, as in testdata/notify/wechatpay), signs it now (WeChat Pay's
+timestamp must be within 5 minutes) and prints the curl command that posts
+it to -url, ready for | sh. The default key and serial are the
+development WeChat Pay public key's that paynotify dev trusts.
 `
 
 // sign reads a URL-encoded form (a file, or standard input), applies -set
@@ -29,22 +43,32 @@ form, ready for curl --data @-. The default key is the development
 // curl --data @-.
 func sign(env environment) error {
 	flags := newFlags("sign", signUsage)
-	keyFile := flags.String("key", "testdata/dev/alipay_private_key.pem", "private key that signs (PEM or bare base64)")
+	provider := flags.String("provider", "alipay", "alipay or wechatpay")
+	keyFile := flags.String("key", "", "private key that signs (default: the development Alipay, or WeChat Pay, key)")
 	var sets setFlags
-	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned)")
+	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned; Alipay only)")
+	serial := flags.String("serial", devWeChatPublicKeyID, "Wechatpay-Serial: the signing key's public key id or certificate serial (WeChat Pay only)")
+	to := flags.String("url", "http://"+devDefaultAddr+"/wechatpay/notify", "where the curl command posts (WeChat Pay only)")
 	if err := parseFlags(flags, env, 1); err != nil {
 		return err
 	}
-	var in io.Reader = env.stdin
-	if name := flags.Arg(0); name != "" && name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
+	switch *provider {
+	case "alipay":
+	case "wechatpay":
+		if len(sets) > 0 {
+			return errors.New("-set is for Alipay forms; edit a WeChat Pay body before it is sealed (see forms_test.go)")
 		}
-		defer f.Close()
-		in = f
+		if *keyFile == "" {
+			*keyFile = "testdata/dev/wechatpay_private_key.pem"
+		}
+		return signWeChat(env, flags.Arg(0), *keyFile, *serial, *to)
+	default:
+		return fmt.Errorf("-provider %q: want alipay or wechatpay", *provider)
 	}
-	body, err := io.ReadAll(io.LimitReader(in, 1<<20))
+	if *keyFile == "" {
+		*keyFile = "testdata/dev/alipay_private_key.pem"
+	}
+	body, err := readInput(env, flags.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -69,4 +93,54 @@ func sign(env environment) error {
 	}
 	_, err = fmt.Fprintln(env.stdout, signed.Encode())
 	return err
+}
+
+// readInput reads the file name, or standard input for "" or "-".
+func readInput(env environment, name string) ([]byte, error) {
+	var in io.Reader = env.stdin
+	if name != "" && name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	return io.ReadAll(io.LimitReader(in, 1<<20))
+}
+
+// signWeChat signs a WeChat Pay notification body now and prints the curl
+// command that posts it with its Wechatpay-* headers.
+func signWeChat(env environment, name, keyFile, serial, to string) error {
+	body, err := readInput(env, name)
+	if err != nil {
+		return err
+	}
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) {
+		return errors.New("the body is not JSON (a WeChat Pay notification body, as in testdata/notify/wechatpay)")
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return err
+	}
+	g, err := fakewechatpay.SignNotification(string(key), serial, time.Now(), body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", keyFile, err)
+	}
+	h := make(http.Header)
+	g.Set(h)
+	var b strings.Builder
+	b.WriteString("curl -sS -i -X POST " + shellQuote(to) + " -H 'Content-Type: application/json'")
+	for _, k := range []string{wechatpay.HeaderTimestamp, wechatpay.HeaderNonce, wechatpay.HeaderSerial, wechatpay.HeaderSignatureType, wechatpay.HeaderSignature} {
+		b.WriteString(" -H " + shellQuote(k+": "+h.Get(k)))
+	}
+	b.WriteString(" --data-binary " + shellQuote(string(body)))
+	_, err = fmt.Fprintln(env.stdout, b.String())
+	return err
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"paynotify/alipay"
 	"paynotify/model"
+	"paynotify/wechatpay"
 )
 
 // runSign runs `paynotify sign args...` with stdin, and returns what it
@@ -194,4 +199,72 @@ func TestSignRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sign -provider wechatpay prints a curl command that posts the body,
+// signed now, with its Wechatpay-* headers: run by sh, it reaches a
+// notify endpoint that verifies it as the service does.
+func TestSignWeChatPay(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl: the printed command needs it")
+	}
+	client, err := wechatpay.New(wechatpay.Config{
+		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
+		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
+		PlatformCerts: []string{devKey("wechatpay_platform_cert.pem")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := client.ReadNotification(r)
+		if err == nil && (n.Payment == nil || n.Payment.OutTradeNo != "DEMO-1001") {
+			err = fmt.Errorf("notification %+v", n)
+		}
+		got <- err
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	const file = "testdata/notify/wechatpay/pay_demo_1001.json"
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"PublicKey", "", []string{"-provider", "wechatpay", "-url", srv.URL, file}},
+		{"Stdin", string(body), []string{"-provider", "wechatpay", "-url", srv.URL}},
+		{"Certificate", "", []string{"-provider", "wechatpay", "-url", srv.URL, "-key", "testdata/dev/wechatpay_platform_private_key.pem", "-serial", devWeChatCertSerial, file}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runSign(t, tc.stdin, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh")
+			cmd.Stdin = strings.NewReader(out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("sh: %v\n%s", err, b)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("the posted notification: %v", err)
+			}
+		})
+	}
+	t.Run("Refuses", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"-provider", "wechatpay", "-set", "a=b", file},
+			{"-provider", "unionpay", file},
+			{"-provider", "wechatpay", "testdata/notify/pay_demo_1001.form"},
+		} {
+			if _, err := runSign(t, "", args...); err == nil {
+				t.Errorf("sign %v: no error", args)
+			}
+		}
+	})
 }

@@ -68,7 +68,7 @@ func (c *Client) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade
 	if err := outcome("query", rsp, err); err != nil {
 		return model.Trade{}, err
 	}
-	t := model.Trade{OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo, Status: model.TradeStatus(rsp.TradeStatus)}
+	t := model.Trade{Provider: model.ProviderAlipay, OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo, Status: model.TradeStatus(rsp.TradeStatus)}
 	if t.OutTradeNo != outTradeNo {
 		return model.Trade{}, fmt.Errorf("%w: query for %q answered %q", model.ErrGatewayUnknown, outTradeNo, t.OutTradeNo)
 	}

@@ -94,7 +94,7 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 		t.Fatal(err)
 	}
 	payments := service.NewPayments(store)
-	s.refunds = service.NewRefunds(store, client, log)
+	s.refunds = service.NewRefunds(store, service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}, log)
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)

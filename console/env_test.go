@@ -259,9 +259,9 @@ func mustOrder(tb testing.TB, store *dao.Store, sn string, member int64, amount 
 func (e *env) pay(tb testing.TB, outTradeNo, tradeNo, amount string) model.Outcome {
 	tb.Helper()
 	paidAt := time.Now().UTC().Truncate(time.Second)
-	_, outcome, err := e.payments.Observe(tb.Context(), model.Notification{
-		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess, OutTradeNo: outTradeNo, TradeNo: tradeNo,
-		TotalAmount: decimal.RequireFromString(amount), GmtPayment: &paidAt,
+	_, outcome, err := e.payments.Observe(tb.Context(), model.Observation{
+		Provider: model.ProviderAlipay, Ref: "n-" + tradeNo, OutTradeNo: outTradeNo, TradeNo: tradeNo,
+		Amount: decimal.RequireFromString(amount), PaidAt: &paidAt,
 	})
 	if err != nil {
 		tb.Fatalf("observe %s: %v", tradeNo, err)

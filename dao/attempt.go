@@ -17,6 +17,7 @@ type attemptRecord struct {
 	ID          int64 `gorm:"primaryKey"`
 	OrderID     int64
 	AttemptNo   int
+	Provider    string
 	OutTradeNo  string
 	Method      string
 	Amount      string
@@ -33,7 +34,7 @@ func (attemptRecord) TableName() string { return attemptTable }
 
 func (r attemptRecord) attempt() model.PayAttempt {
 	a := model.PayAttempt{
-		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, OutTradeNo: r.OutTradeNo,
+		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, Provider: model.Provider(r.Provider), OutTradeNo: r.OutTradeNo,
 		Method: model.PayMethod(r.Method), State: model.AttemptState(r.State),
 		Queries: r.Queries, NextQueryAt: r.NextQueryAt, ExpireAt: r.ExpireAt, CreateTime: r.CreateTime,
 	}
@@ -50,7 +51,7 @@ func (r attemptRecord) attempt() model.PayAttempt {
 func (s *Store) insertAttempt(ctx context.Context, a model.PayAttempt) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
-		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
+		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "provider": string(a.Provider), "out_trade_no": a.OutTradeNo, "method": string(a.Method),
 		"amount": a.Amount.StringFixed(2), "state": model.AttemptOpen, "next_query_at": a.NextQueryAt.UTC(),
 		"expire_at":   a.ExpireAt.UTC(),
 		"create_time": now, "update_time": now,

@@ -8,6 +8,8 @@ import (
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"paynotify/model"
 )
 
 // dryMySQL is a Store whose statements are rendered for MySQL, never run;
@@ -48,7 +50,7 @@ func TestCriticalSQL(t *testing.T) {
 			[]string{"FROM `oms_order_payment` WHERE provider = ? AND trade_no = ?", "FOR UPDATE"}},
 		{"PlainReadDoesNotLock", func(s *Store) { s.Payment(ctx, "alipay", "T") },
 			[]string{"FROM `oms_order_payment`"}},
-		{"MarkOrderPaidIsCompareAndSet", func(s *Store) { s.markOrderPaid(ctx, 1, fixedTime) },
+		{"MarkOrderPaidIsCompareAndSet", func(s *Store) { s.markOrderPaid(ctx, 1, model.PayTypeAlipay, fixedTime) },
 			[]string{"UPDATE `oms_order` SET", "WHERE id = ? AND status = ?"}},
 		{"CloseOrderIsCompareAndSet", func(s *Store) { s.closeOrder(ctx, 1) },
 			[]string{"UPDATE `oms_order` SET", "WHERE id = ? AND status = ?"}},

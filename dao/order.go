@@ -32,15 +32,15 @@ func (s *Store) order(ctx context.Context, db *gorm.DB, sn string) (model.Order,
 	return o, mapErr(err)
 }
 
-// markOrderPaid moves an order from awaiting payment to paid by Alipay
+// markOrderPaid moves an order from awaiting payment to paid with payType
 // (compare-and-set 0→1). The caller holds the order lock, so finding it in
 // another state is model.ErrStateChanged.
-func (s *Store) markOrderPaid(ctx context.Context, id int64, paidAt time.Time) error {
+func (s *Store) markOrderPaid(ctx context.Context, id int64, payType model.PayType, paidAt time.Time) error {
 	res := s.db.WithContext(ctx).Table(orderTable).
 		Where("id = ? AND status = ?", id, model.OrderAwaitingPayment).
 		Updates(map[string]any{
 			"status":       model.OrderPaid,
-			"pay_type":     model.PayTypeAlipay,
+			"pay_type":     payType,
 			"payment_time": paidAt.UTC(),
 			"modify_time":  time.Now().UTC(),
 		})

@@ -183,10 +183,10 @@ func (tx *OrdersTx) MarkAttemptsPaid(ctx context.Context, outTradeNos []string) 
 		Updates(map[string]any{"state": model.AttemptPaid, "update_time": time.Now().UTC()}).Error)
 }
 
-// MarkOrdersPaid moves held orders from awaiting payment to paid by Alipay
-// (compare-and-set 0→1), each with its payment time, with one statement.
-// Finding any of them in another state is model.ErrStateChanged.
-func (tx *OrdersTx) MarkOrdersPaid(ctx context.Context, paidAt map[int64]time.Time) error {
+// MarkOrdersPaid moves held orders from awaiting payment to paid with
+// payType (compare-and-set 0→1), each with its payment time, with one
+// statement. Finding any of them in another state is model.ErrStateChanged.
+func (tx *OrdersTx) MarkOrdersPaid(ctx context.Context, payType model.PayType, paidAt map[int64]time.Time) error {
 	ids := make([]int64, 0, len(paidAt))
 	for id := range paidAt {
 		if err := tx.own(id); err != nil {
@@ -207,7 +207,7 @@ func (tx *OrdersTx) MarkOrdersPaid(ctx context.Context, paidAt map[int64]time.Ti
 		Where("id IN ? AND status = ?", ids, model.OrderAwaitingPayment).
 		Updates(map[string]any{
 			"status":       model.OrderPaid,
-			"pay_type":     model.PayTypeAlipay,
+			"pay_type":     payType,
 			"payment_time": gorm.Expr(when.String(), args...),
 			"modify_time":  time.Now().UTC(),
 		})

@@ -42,7 +42,7 @@ func TestUpdateOrdersLockOrder(t *testing.T) {
 				return err
 			}},
 			{"AnotherOrderPaid", dao.ErrLockOrder, func(ctx context.Context, tx *dao.OrdersTx) error {
-				return tx.MarkOrdersPaid(ctx, map[int64]time.Time{other.ID: time.Now()})
+				return tx.MarkOrdersPaid(ctx, model.PayTypeAlipay, map[int64]time.Time{other.ID: time.Now()})
 			}},
 			{"PaymentAfterStock", dao.ErrLockOrder, func(ctx context.Context, tx *dao.OrdersTx) error {
 				if err := tx.SellReservations(ctx, held); err != nil {

@@ -222,11 +222,11 @@ type OrderTx struct {
 	lockOrder
 }
 
-// MarkOrderPaid moves the order from awaiting payment to paid by Alipay
+// MarkOrderPaid moves the order from awaiting payment to paid with payType
 // (compare-and-set 0→1). Finding it in another state is
 // model.ErrStateChanged.
-func (tx *OrderTx) MarkOrderPaid(ctx context.Context, paidAt time.Time) error {
-	return tx.s.markOrderPaid(ctx, tx.order.ID, paidAt)
+func (tx *OrderTx) MarkOrderPaid(ctx context.Context, payType model.PayType, paidAt time.Time) error {
+	return tx.s.markOrderPaid(ctx, tx.order.ID, payType, paidAt)
 }
 
 // CloseOrder moves the order from awaiting payment to closed

@@ -3,7 +3,8 @@ package fakewechatpay
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	"crypto/aes"
+	"crypto/cipher"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -181,37 +182,65 @@ type resource struct {
 	Nonce          string `json:"nonce"`
 }
 
-// build makes a notification: the resource encrypted, the body signed.
+// build makes a notification: the resource encrypted, the body signed
+// when sent.
 func (s *Server) build(url, event, summary, originalType string, res any) (Notification, error) {
 	plain, err := json.Marshal(res)
 	if err != nil {
 		return Notification{}, err
 	}
-	env := envelope{
-		ID: uuid.NewString(), CreateTime: s.now().In(model.Beijing).Format(time.RFC3339),
-		ResourceType: "encrypt-resource", EventType: event, Summary: summary,
-		Resource: s.encrypt(originalType, plain),
+	b := Body{
+		ID: uuid.NewString(), CreateTime: s.now(), EventType: event, Summary: summary,
+		OriginalType: originalType, Nonce: nonce(12), Resource: plain,
 	}
-	body, err := json.Marshal(env)
+	body, err := b.seal(s.aead)
 	if err != nil {
 		return Notification{}, err
 	}
-	n := Notification{URL: url, ID: env.ID, EventType: event, Header: make(http.Header), Body: body, Resource: plain, Attempt: 1}
+	n := Notification{URL: url, ID: b.ID, EventType: event, Header: make(http.Header), Body: body, Resource: plain, Attempt: 1}
 	n.Header.Set("Content-Type", "application/json")
 	return n, nil
 }
 
-// encrypt seals plain as WeChat Pay does a resource: AEAD_AES_256_GCM
-// with the APIv3 key, a 12-character nonce and associated_data.
-func (s *Server) encrypt(associatedData string, plain []byte) resource {
-	nonceBytes := make([]byte, 6)
-	rand.Read(nonceBytes)
-	n := fmt.Sprintf("%X", nonceBytes)
-	ct := s.aead.Seal(nil, []byte(n), plain, []byte(associatedData))
-	return resource{
-		OriginalType: associatedData, Algorithm: "AEAD_AES_256_GCM",
-		Ciphertext: base64.StdEncoding.EncodeToString(ct), AssociatedData: associatedData, Nonce: n,
+// Body is what a notification's body says before it is sealed.
+type Body struct {
+	ID, EventType, Summary string
+	CreateTime             time.Time
+	// OriginalType is "transaction" or "refund": the resource's
+	// original_type and its associated_data.
+	OriginalType string
+	// Nonce is the resource's 12-character nonce.
+	Nonce string
+	// Resource is the plaintext JSON.
+	Resource []byte
+}
+
+// Seal encrypts the resource with apiV3Key (AEAD_AES_256_GCM) and returns
+// the body as WeChat Pay posts it. The same Body seals to the same bytes,
+// so testdata can be regenerated and compared.
+func (b Body) Seal(apiV3Key string) ([]byte, error) {
+	block, err := aes.NewCipher([]byte(apiV3Key))
+	if err != nil {
+		return nil, fmt.Errorf("fakewechatpay: APIv3 key: %w", err)
 	}
+	aead, _ := cipher.NewGCM(block)
+	return b.seal(aead)
+}
+
+// seal is Seal with the cipher made.
+func (b Body) seal(aead cipher.AEAD) ([]byte, error) {
+	if len(b.Nonce) != aead.NonceSize() {
+		return nil, fmt.Errorf("fakewechatpay: nonce of %d bytes, want %d", len(b.Nonce), aead.NonceSize())
+	}
+	ct := aead.Seal(nil, []byte(b.Nonce), b.Resource, []byte(b.OriginalType))
+	return json.Marshal(envelope{
+		ID: b.ID, CreateTime: b.CreateTime.In(model.Beijing).Format(time.RFC3339),
+		ResourceType: "encrypt-resource", EventType: b.EventType, Summary: b.Summary,
+		Resource: resource{
+			OriginalType: b.OriginalType, Algorithm: "AEAD_AES_256_GCM",
+			Ciphertext: base64.StdEncoding.EncodeToString(ct), AssociatedData: b.OriginalType, Nonce: b.Nonce,
+		},
+	})
 }
 
 // notify builds and sends a notification, subject to the notification

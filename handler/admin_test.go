@@ -59,8 +59,8 @@ func (c *cashier) mustGetJSON(t *testing.T, path string, v any) {
 // Alipay's notification or the active query would.
 func mustObserve(t *testing.T, store *dao.Store, sn, tradeNo, amount string) model.Outcome {
 	t.Helper()
-	_, outcome, err := service.NewPayments(store).Observe(t.Context(), model.Notification{
-		TradeStatus: model.TradeSuccess, OutTradeNo: sn, TradeNo: tradeNo, TotalAmount: decimal.RequireFromString(amount),
+	_, outcome, err := service.NewPayments(store).Observe(t.Context(), model.Observation{
+		Provider: model.ProviderAlipay, OutTradeNo: sn, TradeNo: tradeNo, Amount: decimal.RequireFromString(amount),
 	})
 	if err != nil {
 		t.Fatalf("observe %s on %s: %v", tradeNo, sn, err)

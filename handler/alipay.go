@@ -93,7 +93,7 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 		logAlso(c, slog.String("outcome", "ignored"))
 		return "ignored", nil
 	}
-	pay, outcome, err := a.payments.Observe(ctx, n)
+	pay, outcome, err := a.payments.Observe(ctx, n.Observation())
 	if err != nil {
 		return "", err
 	}

@@ -75,8 +75,8 @@ func newEdge(t *testing.T, store *dao.Store, logs io.Writer) http.Handler {
 		JWTSecret:  jwtSecret,
 		AdminToken: payAdminToken,
 		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
-		Checkout: service.NewCheckout(store, client, payments, nil, log, "http://127.0.0.1:1"+notifyPath, ""),
-		Refunds:  service.NewRefunds(store, client, log),
+		Checkout: service.NewCheckout(store, alipayOnly(client), payments, nil, log),
+		Refunds:  service.NewRefunds(store, alipayOnly(client), log),
 		DB:       store,
 		Registry: prometheus.NewRegistry(),
 	})

@@ -17,6 +17,7 @@ import (
 	"paynotify/fakealipay"
 	"paynotify/handler"
 	"paynotify/internal/devkey"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -51,7 +52,7 @@ func TestPayStartAnswersByTheAPIDeadline(t *testing.T) {
 	payments := service.NewPayments(store)
 	h := handler.New(handler.Deps{
 		Log: log, Verifier: client, Payments: payments, Orders: service.NewOrders(store), JWTSecret: jwtSecret,
-		Checkout: service.NewCheckout(store, client, payments, nil, log, "http://127.0.0.1:1"+notifyPath, ""),
+		Checkout: service.NewCheckout(store, alipayOnly(client), payments, nil, log),
 		DB:       store, Registry: prometheus.NewRegistry(), APITimeout: apiTimeout,
 	})
 	mustOrder(t, store, "SLOW-1", "10.00")
@@ -90,4 +91,10 @@ func TestPayStartAnswersByTheAPIDeadline(t *testing.T) {
 	if n := fake.Calls("alipay.trade.precreate"); n != 1 {
 		t.Errorf("precreate called %d times, want 1", n)
 	}
+}
+
+// alipayOnly is client as the only provider, its trades notifying a port
+// nobody listens on.
+func alipayOnly(client *alipay.Client) service.Providers {
+	return service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "http://127.0.0.1:1"+notifyPath, "")}
 }

@@ -51,6 +51,7 @@ var errorTable = []errorRow{
 	{model.ErrMemberNotFound, "", slog.LevelWarn, http.StatusUnprocessableEntity, "member_not_found", 0},
 	{model.ErrOrderNotCancellable, "", slog.LevelInfo, http.StatusConflict, "order_not_cancellable", 0},
 	{model.ErrOrderNotPayable, "", slog.LevelInfo, http.StatusConflict, "order_not_payable", 0},
+	{model.ErrProviderOff, "provider_off", slog.LevelWarn, http.StatusUnprocessableEntity, "provider_not_configured", 0},
 	{model.ErrNothingToRefund, "", slog.LevelInfo, http.StatusConflict, "nothing_to_refund", 0},
 	{model.ErrRefundTooLarge, "", slog.LevelInfo, http.StatusUnprocessableEntity, "refund_too_large", 0},
 	{model.ErrTradeNotExist, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},

@@ -139,8 +139,8 @@ func TestOrderAPIRefusals(t *testing.T) {
 		s := newShop(t, store)
 		_, unpaid := s.mustPlace(t, s.alice, "alice-1", placeBody(s.sku, 1, s.aliceUsedCoupon, 100))
 		_, paid := s.mustPlace(t, s.alice, "alice-2", placeBody(s.sku, 1, 0, 0))
-		pay := model.Notification{TradeStatus: model.TradeSuccess, OutTradeNo: paid.OrderSN, TradeNo: "T-" + paid.OrderSN,
-			TotalAmount: decimal.RequireFromString(paid.PayAmount)}
+		pay := model.Observation{Provider: model.ProviderAlipay, OutTradeNo: paid.OrderSN, TradeNo: "T-" + paid.OrderSN,
+			Amount: decimal.RequireFromString(paid.PayAmount)}
 		if _, outcome, err := s.payments.Observe(t.Context(), pay); err != nil || outcome != model.OutcomeApplied {
 			t.Fatalf("pay %s: %s %v", paid.OrderSN, outcome, err)
 		}

@@ -29,13 +29,23 @@ func (p *Pay) Start(c *gin.Context) {
 		return
 	}
 	var req struct {
-		Method model.PayMethod `json:"method"`
+		// Provider absent is Alipay, as before WeChat Pay.
+		Provider string          `json:"provider"`
+		Method   model.PayMethod `json:"method"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		apiError(c, err)
 		return
 	}
-	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, req.Method)
+	provider := model.ProviderAlipay
+	if req.Provider != "" {
+		var err error
+		if provider, err = model.ParseProvider(req.Provider); err != nil {
+			apiError(c, err)
+			return
+		}
+	}
+	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, provider, req.Method)
 	if err != nil {
 		apiError(c, err)
 		return

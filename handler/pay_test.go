@@ -1,7 +1,6 @@
 package handler_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -78,13 +77,8 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := service.NewPayments(store)
-	c.recon = service.NewBillReconciler(store, service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
-		b, err := client.TradeBill(ctx, day)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}), payments, log)
+	providers := service.Providers{model.ProviderAlipay: alipay.NewProvider(client, c.url+notifyPath, "")}
+	c.recon = service.NewBillReconciler(store, providers[model.ProviderAlipay], payments, log)
 	c.routes = handler.New(handler.Deps{
 		Log:        log,
 		Verifier:   client,
@@ -93,8 +87,8 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		JWTSecret:  jwtSecret,
 		AdminToken: payAdminToken,
 		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
-		Checkout:       service.NewCheckout(store, client, payments, nil, log, c.url+notifyPath, ""),
-		Refunds:        service.NewRefunds(store, client, log),
+		Checkout:       service.NewCheckout(store, providers, payments, nil, log),
+		Refunds:        service.NewRefunds(store, providers, log),
 		BillReconciler: c.recon,
 		DB:             store,
 		Registry:       prometheus.NewRegistry(),

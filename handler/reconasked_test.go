@@ -26,7 +26,7 @@ import (
 func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 	store := daotest.Open(t, dao.DriverMySQL)
 	release := make(chan struct{})
-	bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+	bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (model.Bill, error) {
 		select {
 		case <-release:
 			return nil, errors.New("no bill today")

@@ -29,8 +29,7 @@ func TestReconciliationViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		paidAt := at.UTC()
-		if _, _, err := c.recon.Payments().Observe(t.Context(), model.Notification{NotifyID: "n", TradeStatus: model.TradeSuccess,
-			OutTradeNo: "RV-FORGED", TradeNo: "T-RV-FORGED", TotalAmount: decimal.RequireFromString("5.00"), GmtPayment: &paidAt}); err != nil {
+		if _, _, err := c.recon.Payments().Observe(t.Context(), model.Observation{Provider: model.ProviderAlipay, Ref: "n", OutTradeNo: "RV-FORGED", TradeNo: "T-RV-FORGED", Amount: decimal.RequireFromString("5.00"), PaidAt: &paidAt}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := store.SQL().Exec("INSERT INTO oms_order (order_sn, member_id, pay_amount) VALUES ('RV-LOST', 1, '8.00')"); err != nil {
@@ -133,8 +132,7 @@ func TestRefundUnmatchedRoute(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		c := newCashier(t, store)
 		at := time.Now().UTC()
-		if _, outcome, err := c.recon.Payments().Observe(t.Context(), model.Notification{NotifyID: "n", TradeStatus: model.TradeSuccess,
-			OutTradeNo: "NO-ORDER-1", TradeNo: "T-NO-ORDER-1", TotalAmount: decimal.RequireFromString("9.90"), GmtPayment: &at}); err != nil || outcome != model.OutcomeUnmatched {
+		if _, outcome, err := c.recon.Payments().Observe(t.Context(), model.Observation{Provider: model.ProviderAlipay, Ref: "n", OutTradeNo: "NO-ORDER-1", TradeNo: "T-NO-ORDER-1", Amount: decimal.RequireFromString("9.90"), PaidAt: &at}); err != nil || outcome != model.OutcomeUnmatched {
 			t.Fatalf("observe: %s %v", outcome, err)
 		}
 		path := "/admin/payments/T-NO-ORDER-1/refund"

@@ -7,6 +7,16 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// Bill is a provider's fetched trade bill of a day, already checked
+// against its own totals.
+type Bill interface {
+	// BillTotals are the bill's totals (payments, refunds, fees).
+	BillTotals() BillTotals
+	// Entries streams the bill's lines in file order.
+	Entries(fn func(BillEntry) error) error
+	Close() error
+}
+
 // BillKind is what a line of Alipay's trade bill records (业务类型).
 type BillKind string
 

@@ -19,6 +19,9 @@ var (
 	// ErrRetryable: a deadlock or lock-wait timeout; the transaction was
 	// rolled back and may be run again.
 	ErrRetryable = errors.New("transaction conflict, retry")
+	// ErrProviderOff: a provider this instance is not configured for (its
+	// variables are not set).
+	ErrProviderOff = errors.New("provider not configured")
 	// ErrUnavailable: the database did not answer in time.
 	ErrUnavailable = errors.New("database unavailable")
 	// ErrBusy: the notify queue is full; Alipay resends later.

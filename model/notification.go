@@ -158,6 +158,10 @@ func ParseAmount(s string) (decimal.Decimal, error) {
 // FormatAlipayTime writes t as Alipay does: Beijing wall time.
 func FormatAlipayTime(t time.Time) string { return t.In(Beijing).Format(alipayTime) }
 
+// Clip keeps an error message (or a log line) short whatever a client
+// sends: at most 80 bytes of s, never a split character.
+func Clip(s string) string { return clip(s) }
+
 // clip keeps error messages (and logs) short whatever a client sends.
 func clip(s string) string {
 	if len(s) <= 80 {

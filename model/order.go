@@ -27,6 +27,8 @@ type PayType int
 const (
 	PayTypeNone   PayType = 0
 	PayTypeAlipay PayType = 1
+	// PayTypeWechatpay is WeChat Pay.
+	PayTypeWechatpay PayType = 2
 )
 
 // Order is a row of oms_order: what the buyer owes and whether it is paid.

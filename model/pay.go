@@ -34,12 +34,14 @@ const (
 	AttemptExpired AttemptState = "EXPIRED"
 )
 
-// PayAttempt is a row of oms_pay_attempt: one Alipay trade for an order.
-// The first attempt's out_trade_no is the order_sn.
+// PayAttempt is a row of oms_pay_attempt: one trade at one provider for
+// an order. The first attempt's out_trade_no is the order_sn.
 type PayAttempt struct {
-	ID          int64
-	OrderID     int64
-	AttemptNo   int
+	ID        int64
+	OrderID   int64
+	AttemptNo int
+	// Provider is who the trade is open at: the jobs ask it, and only it.
+	Provider    Provider
 	OutTradeNo  string
 	Method      PayMethod
 	Amount      decimal.Decimal
@@ -52,8 +54,11 @@ type PayAttempt struct {
 	CreateTime time.Time
 }
 
-// Trade is what Alipay says of a trade when asked (alipay.trade.query).
+// Trade is what a provider says of a trade when asked (Alipay's
+// alipay.trade.query), its status in Alipay's words, onto which every
+// adapter maps its own.
 type Trade struct {
+	Provider   Provider
 	OutTradeNo string
 	TradeNo    string
 	Status     TradeStatus
@@ -117,6 +122,18 @@ type Refund struct {
 	ResolvedBy   string
 	ResolvedTime *time.Time
 	Resolution   string
+}
+
+// PayStart is what a provider needs to start a payment: the attempt's
+// trade and what the buyer's client is.
+type PayStart struct {
+	OutTradeNo string
+	Subject    string
+	Amount     decimal.Decimal
+	Method     PayMethod
+	// ExpireAt is the trade's time_expire: the provider takes no payment
+	// after it.
+	ExpireAt time.Time
 }
 
 // Gateway and payment-start errors.

@@ -72,8 +72,8 @@ func TestFailingRowsDoNotStarveNewerOnes(t *testing.T) {
 				}
 				sns = append(sns, o.OrderSN)
 			}
-			gw := &refusingGateway{Gateway: r.gw, refuse: map[string]bool{sns[0]: true, sns[1]: true}}
-			rec := service.NewOpenTrades(store, gw, r.payments, quietLog)
+			gw := &refusingGateway{Provider: r.providers()[model.ProviderAlipay], refuse: map[string]bool{sns[0]: true, sns[1]: true}}
+			rec := service.NewOpenTrades(store, service.Providers{model.ProviderAlipay: gw}, r.payments, quietLog)
 			rec.Batch = 2
 			rounds := []int{}
 			for range 3 {
@@ -175,7 +175,7 @@ VALUES (?, 1, 'order.paid', 'not json', 'PENDING', 0, ?, '', ?)`, fmt.Sprintf("b
 
 // refusingGateway is Alipay refusing, every time, to close some trades.
 type refusingGateway struct {
-	service.Gateway
+	service.Provider
 	refuse  map[string]bool
 	refused atomic.Int64
 }
@@ -185,5 +185,5 @@ func (g *refusingGateway) CloseTrade(ctx context.Context, outTradeNo string) err
 		g.refused.Add(1)
 		return fmt.Errorf("%w: ACQ.TRADE_STATUS_ERROR (test)", model.ErrGatewayRefused)
 	}
-	return g.Gateway.CloseTrade(ctx, outTradeNo)
+	return g.Provider.CloseTrade(ctx, outTradeNo)
 }

@@ -8,26 +8,18 @@ import (
 	"paynotify/model"
 )
 
-// Bill is a fetched trade bill, already checked against its own totals.
-type Bill interface {
-	// BillTotals are the bill's totals (payments, refunds, fees).
-	BillTotals() model.BillTotals
-	// Entries streams the bill's lines in file order.
-	Entries(fn func(model.BillEntry) error) error
-	Close() error
-}
-
-// BillSource fetches Alipay's trade bill of a Beijing day:
-// model.ErrNoBill when Alipay has none (no business that day).
+// BillSource fetches a provider's trade bill of a Beijing day:
+// model.ErrNoBill when it has none (no business that day). Every Provider
+// is one.
 type BillSource interface {
-	TradeBill(ctx context.Context, day time.Time) (Bill, error)
+	TradeBill(ctx context.Context, day time.Time) (model.Bill, error)
 }
 
 // BillSourceFunc adapts a function to BillSource.
-type BillSourceFunc func(ctx context.Context, day time.Time) (Bill, error)
+type BillSourceFunc func(ctx context.Context, day time.Time) (model.Bill, error)
 
 // TradeBill calls f.
-func (f BillSourceFunc) TradeBill(ctx context.Context, day time.Time) (Bill, error) {
+func (f BillSourceFunc) TradeBill(ctx context.Context, day time.Time) (model.Bill, error) {
 	return f(ctx, day)
 }
 

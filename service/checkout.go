@@ -8,25 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"golang.org/x/sync/singleflight"
 
 	"paynotify/dao"
 	"paynotify/model"
 )
-
-// Gateway is what the service asks of Alipay (alipay.Client, or the fake
-// in tests and dev). Errors are model.ErrTradeNotExist, ErrTradeStatus,
-// ErrGatewayRefused or ErrGatewayUnknown.
-type Gateway interface {
-	PagePayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error)
-	WapPayURL(outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL, returnURL string) (string, error)
-	Precreate(ctx context.Context, outTradeNo, subject string, amount decimal.Decimal, expireAt time.Time, notifyURL string) (string, error)
-	QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error)
-	CloseTrade(ctx context.Context, outTradeNo string) error
-	Refund(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal, reason string) error
-	RefundDone(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal) (bool, error)
-}
 
 // Locker holds a distributed lock (Redis) across instances. Hold returns
 // lock.ErrUnavailable-wrapped errors when Redis does not answer.
@@ -45,18 +31,16 @@ const payLockTTL = 10 * time.Second
 // startTimeout bounds one payment start, Alipay's answers included.
 const startTimeout = 15 * time.Second
 
-// Checkout starts payments: one Alipay trade (attempt) at a time per
-// order, and never two attempts for one, with three guards — singleflight
+// Checkout starts payments: one trade (attempt) at one provider at a time
+// per order, and never two attempts for one, with three guards — singleflight
 // in the process, a Redis lock across processes, and the database's
 // UNIQUE (order_id, attempt_no) as the final arbiter.
 type Checkout struct {
 	store     *dao.Store
-	gw        Gateway
+	providers Providers
 	payments  *Payments
 	locker    Locker // nil: no Redis configured
 	log       *slog.Logger
-	notifyURL string
-	returnURL string
 	flight    singleflight.Group
 	now       func() time.Time
 	// PayTimeout is ORDER_PAY_TIMEOUT: every trade expires (time_expire) a
@@ -68,14 +52,15 @@ type Checkout struct {
 }
 
 // NewCheckout returns the payment-start use case. locker may be nil.
-func NewCheckout(store *dao.Store, gw Gateway, payments *Payments, locker Locker, log *slog.Logger, notifyURL, returnURL string) *Checkout {
-	return &Checkout{store: store, gw: gw, payments: payments, locker: locker, log: log,
-		notifyURL: notifyURL, returnURL: returnURL, now: time.Now, PayTimeout: 30 * time.Minute}
+func NewCheckout(store *dao.Store, providers Providers, payments *Payments, locker Locker, log *slog.Logger) *Checkout {
+	return &Checkout{store: store, providers: providers, payments: payments, locker: locker, log: log,
+		now: time.Now, PayTimeout: 30 * time.Minute}
 }
 
 // PayView is what the buyer needs to pay: a URL to open, or a QR code.
 type PayView struct {
 	OrderSN    string `json:"order_sn"`
+	Provider   string `json:"provider"`
 	AttemptNo  int    `json:"attempt_no"`
 	OutTradeNo string `json:"out_trade_no"`
 	Method     string `json:"method"`
@@ -85,7 +70,7 @@ type PayView struct {
 }
 
 func payView(sn string, a model.PayAttempt) PayView {
-	v := PayView{OrderSN: sn, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
+	v := PayView{OrderSN: sn, Provider: string(a.Provider), AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
 	if a.Method == model.PayQR {
 		v.QRCode = a.PayURL
 	} else {
@@ -94,20 +79,24 @@ func payView(sn string, a model.PayAttempt) PayView {
 	return v
 }
 
-// Start returns how a member pays an order with method: the open
-// attempt's URL or QR code if it has one for this method, else a new
-// attempt (closing the previous trade at Alipay first). Concurrent
-// identical requests share one result.
-func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, method model.PayMethod) (PayView, error) {
-	if !method.Valid() {
-		return PayView{}, fmt.Errorf("%w: method must be page, wap or qr", model.ErrInvalidRequest)
+// Start returns how a member pays an order through provider with method:
+// the open attempt's URL or QR code if it has one for this provider and
+// method, else a new attempt (closing the previous trade at its provider
+// first). Concurrent identical requests share one result.
+func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, provider model.Provider, method model.PayMethod) (PayView, error) {
+	gw, err := c.providers.get(provider)
+	if err != nil {
+		return PayView{}, err
 	}
-	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(method)
+	if !gw.Accepts(method) {
+		return PayView{}, fmt.Errorf("%w: %s takes no method %q", model.ErrInvalidRequest, provider.Name(), model.Clip(string(method)))
+	}
+	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(provider) + "\x00" + string(method)
 	// The shared start outlives a caller who gives up (its own bound is
 	// startTimeout), so the caller's retry finds its result; the caller
 	// itself waits no longer than its deadline.
 	ch := c.flight.DoChan(key, func() (any, error) {
-		return c.start(context.WithoutCancel(ctx), memberID, sn, method)
+		return c.start(context.WithoutCancel(ctx), memberID, sn, payment{provider, gw, method})
 	})
 	select {
 	case r := <-ch:
@@ -120,7 +109,15 @@ func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, method 
 	}
 }
 
-func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method model.PayMethod) (PayView, error) {
+// payment is how the buyer asked to pay: through which provider, by which
+// method.
+type payment struct {
+	provider model.Provider
+	gw       Provider
+	method   model.PayMethod
+}
+
+func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay payment) (PayView, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	order, err := c.store.Order(ctx, sn)
@@ -141,8 +138,9 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method 
 		}
 		next := 1
 		if found {
+			same := latest.Provider == pay.provider && latest.Method == pay.method
 			switch {
-			case latest.State == model.AttemptOpen && latest.Method == method:
+			case latest.State == model.AttemptOpen && same:
 				return c.ensureURL(ctx, order, latest)
 			case latest.State == model.AttemptOpen:
 				if err := c.closeForSwitch(ctx, order, latest); err != nil {
@@ -151,14 +149,15 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method 
 			}
 			next = latest.AttemptNo + 1
 		}
-		a, created, err := c.createAttempt(ctx, order, next, method)
+		a, created, err := c.createAttempt(ctx, order, next, pay)
 		if err != nil {
 			return PayView{}, err
 		}
-		if created || a.Method == method {
+		if created || a.Provider == pay.provider && a.Method == pay.method {
 			return c.ensureURL(ctx, order, a)
 		}
-		// Another request made attempt `next` for another method: go round.
+		// Another request made attempt `next` for another provider or
+		// method: go round.
 		if order, err = c.store.Order(ctx, sn); err != nil {
 			return PayView{}, err
 		}
@@ -171,7 +170,7 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, method 
 // payment (another instance may have closed or paid it since we read it);
 // the unique key decides if two get here. It returns the attempt as
 // stored.
-func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int, method model.PayMethod) (model.PayAttempt, bool, error) {
+func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int, pay payment) (model.PayAttempt, bool, error) {
 	release := c.guard(ctx, order.OrderSN, no)
 	defer release()
 	expireAt := c.expireAt(order)
@@ -179,23 +178,19 @@ func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int,
 		return model.PayAttempt{}, false, fmt.Errorf("%w: %q is about to be closed", model.ErrOrderNotPayable, order.OrderSN)
 	}
 	a := model.PayAttempt{
-		OrderID: order.ID, AttemptNo: no, OutTradeNo: outTradeNo(order.OrderSN, no), Method: method,
+		OrderID: order.ID, AttemptNo: no, Provider: pay.provider, OutTradeNo: outTradeNo(order.OrderSN, no), Method: pay.method,
 		Amount: order.PayAmount, NextQueryAt: c.now().Add(firstQueryAfter), ExpireAt: expireAt,
 	}
-	var err error
-	// Page and WAP URLs are signed locally: store the one URL every caller
-	// will answer with, in the insert itself.
-	switch method {
-	case model.PayPage:
-		a.PayURL, err = c.gw.PagePayURL(a.OutTradeNo, subject(order), a.Amount, expireAt, c.notifyURL, c.returnURL)
-	case model.PayWap:
-		a.PayURL, err = c.gw.WapPayURL(a.OutTradeNo, subject(order), a.Amount, expireAt, c.notifyURL, c.returnURL)
-	}
-	if err != nil {
-		return model.PayAttempt{}, false, err
+	// What is only signed here (Alipay's page and WAP URLs): store the one
+	// answer every caller will get, in the insert itself.
+	if pay.gw.SignsLocally(pay.method) {
+		var err error
+		if a.PayURL, err = pay.gw.StartPayment(ctx, payStart(order, a)); err != nil {
+			return model.PayAttempt{}, false, err
+		}
 	}
 	var created bool
-	err = c.store.UpdateOrder(ctx, dao.OrderID(order.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, locked model.Order) error {
+	err := c.store.UpdateOrder(ctx, dao.OrderID(order.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, locked model.Order) error {
 		var err error
 		if locked.Status != model.OrderAwaitingPayment {
 			return fmt.Errorf("%w: %q", model.ErrOrderNotPayable, order.OrderSN)
@@ -238,60 +233,78 @@ func (c *Checkout) unguarded(why string) {
 	}
 }
 
-// ensureURL returns an attempt's view, asking Alipay for the QR code
-// first if the attempt has none yet. Alipay answers the same code for the
-// same out_trade_no, and only the first stored code is kept.
+// ensureURL returns an attempt's view, opening its trade at the provider
+// first if the attempt has no answer yet (Alipay's QR code). The provider
+// answers the same for the same out_trade_no, and only the first stored
+// answer is kept.
 func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.PayAttempt) (PayView, error) {
-	if a.PayURL == "" && a.Method == model.PayQR {
-		release := c.guard(ctx, order.OrderSN, a.AttemptNo)
-		defer release()
-		// Under the lock: another instance may have stored the code
-		// already, or closed the attempt (switching method) meanwhile.
-		a, err := c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo)
+	if a.PayURL != "" {
+		return payView(order.OrderSN, a), nil
+	}
+	gw, err := c.providers.get(a.Provider)
+	if err != nil {
+		return PayView{}, err
+	}
+	if gw.SignsLocally(a.Method) {
+		return payView(order.OrderSN, a), nil
+	}
+	release := c.guard(ctx, order.OrderSN, a.AttemptNo)
+	defer release()
+	// Under the lock: another instance may have stored the answer already,
+	// or closed the attempt (switching method) meanwhile.
+	a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo)
+	if err != nil {
+		return PayView{}, err
+	}
+	if a.State != model.AttemptOpen {
+		return PayView{}, fmt.Errorf("%w: attempt %d of %q is %s", model.ErrRequestInFlight, a.AttemptNo, order.OrderSN, a.State)
+	}
+	if a.PayURL == "" {
+		answer, err := gw.StartPayment(ctx, payStart(order, a))
 		if err != nil {
 			return PayView{}, err
 		}
-		if a.State != model.AttemptOpen {
-			return PayView{}, fmt.Errorf("%w: attempt %d of %q is %s", model.ErrRequestInFlight, a.AttemptNo, order.OrderSN, a.State)
+		if err := c.store.SetAttemptURL(ctx, a.ID, answer); err != nil {
+			return PayView{}, err
 		}
-		if a.PayURL == "" {
-			qr, err := c.gw.Precreate(ctx, a.OutTradeNo, subject(order), a.Amount, a.ExpireAt, c.notifyURL)
-			if err != nil {
-				return PayView{}, err
-			}
-			if err := c.store.SetAttemptURL(ctx, a.ID, qr); err != nil {
-				return PayView{}, err
-			}
-			if a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo); err != nil {
-				return PayView{}, err
-			}
+		if a, err = c.store.AttemptByOutTradeNo(ctx, a.OutTradeNo); err != nil {
+			return PayView{}, err
 		}
-		return payView(order.OrderSN, a), nil
 	}
 	return payView(order.OrderSN, a), nil
 }
 
-// closeForSwitch closes the open trade of another method before a new
-// attempt. If Alipay says it is already paid, the payment is applied and
-// the order is no longer payable.
+// payStart is what the provider needs to start attempt a of order.
+func payStart(order model.Order, a model.PayAttempt) model.PayStart {
+	return model.PayStart{OutTradeNo: a.OutTradeNo, Subject: subject(order), Amount: a.Amount, Method: a.Method, ExpireAt: a.ExpireAt}
+}
+
+// closeForSwitch closes the open trade of another provider or method
+// before a new attempt, at the provider it is open at. If the provider
+// says it is already paid, the payment is applied and the order is no
+// longer payable.
 func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a model.PayAttempt) error {
-	// The same guard as fetching its QR code: never close a trade while
-	// another request is creating it at Alipay.
+	gw, err := c.providers.get(a.Provider)
+	if err != nil {
+		return err
+	}
+	// The same guard as opening its trade: never close a trade while
+	// another request is creating it at the provider.
 	release := c.guard(ctx, order.OrderSN, a.AttemptNo)
 	defer release()
-	err := c.gw.CloseTrade(ctx, a.OutTradeNo)
+	err = gw.CloseTrade(ctx, a.OutTradeNo)
 	switch {
 	case err == nil, errors.Is(err, model.ErrTradeNotExist):
 		_, err := closeAttempt(ctx, c.store, a, "payment method switched", c.now())
 		return err
 	case errors.Is(err, model.ErrTradeStatus):
 		// Already closed, or already paid: ask which.
-		t, err := c.gw.QueryTrade(ctx, a.OutTradeNo)
+		t, err := gw.QueryTrade(ctx, a.OutTradeNo)
 		switch {
 		case err != nil:
 			return err
 		case t.Status.Paid():
-			if _, _, err := c.payments.Observe(ctx, observed(t)); err != nil {
+			if _, _, err := c.payments.Observe(ctx, t.Observation()); err != nil {
 				return err
 			}
 			return fmt.Errorf("%w: %q was paid meanwhile", model.ErrOrderNotPayable, order.OrderSN)
@@ -302,13 +315,6 @@ func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a mode
 		return fmt.Errorf("%w: close of %q refused while the trade is %s", model.ErrGatewayUnknown, a.OutTradeNo, t.Status)
 	}
 	return err
-}
-
-// observed is a trade Alipay reported paid, in the shape of the
-// notification it stands in for.
-func observed(t model.Trade) model.Notification {
-	return model.Notification{NotifyID: "query:" + t.TradeNo, TradeStatus: t.Status, OutTradeNo: t.OutTradeNo,
-		TradeNo: t.TradeNo, TotalAmount: t.Amount, GmtPayment: t.PaidAt}
 }
 
 // outTradeNo is attempt no's out_trade_no: the order_sn for the first, so

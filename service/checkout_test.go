@@ -84,8 +84,8 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 	}
 	r.payments = service.NewPayments(store)
 	r.orders = service.NewOrders(store)
-	r.refunds = service.NewRefunds(store, r.gw, quietLog)
-	r.recon = service.NewOpenTrades(store, r.gw, r.payments, quietLog)
+	r.refunds = service.NewRefunds(store, r.providers(), quietLog)
+	r.recon = service.NewOpenTrades(store, r.providers(), r.payments, quietLog)
 	notify := httptest.NewUnstartedServer(handler.New(handler.Deps{
 		Log: quietLog, Verifier: r.gw, Payments: r.payments, Refunds: r.refunds,
 		DB: store, Registry: prometheus.NewRegistry(),
@@ -105,7 +105,13 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 // checkout is a Checkout over the rig's store and gateway, guarded by
 // locker (nil: no Redis).
 func (r *rig) checkout(locker service.Locker) *service.Checkout {
-	return service.NewCheckout(r.store, r.gw, r.payments, locker, quietLog, r.notifyURL, "https://shop.example/paid")
+	return service.NewCheckout(r.store, r.providers(), r.payments, locker, quietLog)
+}
+
+// providers is the rig's Alipay client as the service's only provider,
+// as main wires it.
+func (r *rig) providers() service.Providers {
+	return service.Providers{model.ProviderAlipay: alipay.NewProvider(r.gw, r.notifyURL, "https://shop.example/paid")}
 }
 
 // redisLocker is a lock on the shared test Redis, closed when the test
@@ -128,7 +134,7 @@ func newSN(prefix string) string {
 // mustStart starts paying an order of rigMember's or fails the test.
 func mustStart(t *testing.T, c *service.Checkout, sn string, method model.PayMethod) service.PayView {
 	t.Helper()
-	v, err := c.Start(ctx, rigMember, sn, method)
+	v, err := c.Start(ctx, rigMember, sn, model.ProviderAlipay, method)
 	if err != nil {
 		t.Fatalf("start %s by %s: %v", sn, method, err)
 	}
@@ -286,7 +292,9 @@ func TestStartConcurrentRequests(t *testing.T) {
 
 						views := make([]service.PayView, n)
 						errs := make([]error, n)
-						startAll(n, func(i int) { views[i], errs[i] = instances[i].Start(ctx, rigMember, o.OrderSN, method) })
+						startAll(n, func(i int) {
+							views[i], errs[i] = instances[i].Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, method)
+						})
 
 						v := checkOneAnswer(t, views, errs, method)
 						if got := countRows(t, store, "oms_pay_attempt", "order_id = ?", o.ID); got != 1 {
@@ -360,7 +368,7 @@ func TestStartInTwoInstances(t *testing.T) {
 						for i, store := range []*dao.Store{a, b} {
 							l := lock.New(ad.addr, quietLog)
 							t.Cleanup(func() { l.Close() })
-							instances[i] = service.NewCheckout(store, r.gw, service.NewPayments(store), l, quietLog, r.notifyURL, "")
+							instances[i] = service.NewCheckout(store, r.providers(), service.NewPayments(store), l, quietLog)
 						}
 						o := mustOrder(t, a, newSN("CT"), "42.00")
 						precreates := r.fake.Calls(fakealipay.MethodPrecreate)
@@ -368,7 +376,9 @@ func TestStartInTwoInstances(t *testing.T) {
 						const n = 60
 						views := make([]service.PayView, n)
 						errs := make([]error, n)
-						startAll(n, func(i int) { views[i], errs[i] = instances[i%2].Start(ctx, rigMember, o.OrderSN, method) })
+						startAll(n, func(i int) {
+							views[i], errs[i] = instances[i%2].Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, method)
+						})
 
 						checkOneAnswer(t, views, errs, method)
 						if got := countRows(t, a, "oms_pay_attempt", "order_id = ?", o.ID); got != 1 {
@@ -449,7 +459,7 @@ func TestStartSwitchMethod(t *testing.T) {
 			if n := eventCount(t, store, o.ID, model.EventOrderPaid); n != 1 {
 				t.Fatalf("%d order.paid events, want 1", n)
 			}
-			if _, err := c.Start(ctx, rigMember, o.OrderSN, model.PayPage); !errors.Is(err, model.ErrOrderNotPayable) {
+			if _, err := c.Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, model.PayPage); !errors.Is(err, model.ErrOrderNotPayable) {
 				t.Fatalf("start after paying = %v, want ErrOrderNotPayable", err)
 			}
 		})
@@ -478,7 +488,7 @@ func TestStartSwitchMethod(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The close is refused (paid); the query finds the payment.
-			if _, err := c.Start(ctx, rigMember, o.OrderSN, model.PayQR); !errors.Is(err, model.ErrOrderNotPayable) {
+			if _, err := c.Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, model.PayQR); !errors.Is(err, model.ErrOrderNotPayable) {
 				t.Fatalf("switch after paying = %v, want ErrOrderNotPayable", err)
 			}
 			if got := mustGetOrder(t, store, o.OrderSN); got.Status != model.OrderPaid {
@@ -516,7 +526,7 @@ func TestStartGatewayFailure(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				o := mustOrder(t, store, newSN("GF"), "10.00")
 				tc.fault()
-				v, err := c.Start(ctx, rigMember, o.OrderSN, model.PayQR)
+				v, err := c.Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, model.PayQR)
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("Start = %+v, %v; want %v", v, err, tc.want)
 				}
@@ -557,13 +567,13 @@ func TestStartIsPerMember(t *testing.T) {
 		}
 		owner := make(chan result, 1)
 		go func() {
-			v, err := c.Start(ctx, rigMember, o.OrderSN, model.PayQR)
+			v, err := c.Start(ctx, rigMember, o.OrderSN, model.ProviderAlipay, model.PayQR)
 			owner <- result{v, err}
 		}()
 		pollUntil(t, "the owner's precreate at Alipay", func() bool {
 			return r.fake.Calls(fakealipay.MethodPrecreate) > precreates
 		})
-		if v, err := c.Start(ctx, rigMember+1, o.OrderSN, model.PayQR); !errors.Is(err, model.ErrOrderNotFound) {
+		if v, err := c.Start(ctx, rigMember+1, o.OrderSN, model.ProviderAlipay, model.PayQR); !errors.Is(err, model.ErrOrderNotFound) {
 			t.Fatalf("another member's start answered %+v, %v; want ErrOrderNotFound", v, err)
 		}
 		if res := <-owner; res.err != nil || res.v.QRCode == "" {

@@ -58,7 +58,7 @@ func newApplier(p *Payments, l groupLimits) *applier { return &applier{p: p, lim
 // job is one notification waiting for its answer.
 type job struct {
 	ctx  context.Context
-	n    model.Notification
+	n    model.Observation
 	lead chan []*job  // the group this job is to run, as its leader
 	done chan verdict // or its answer
 }
@@ -75,10 +75,10 @@ type verdict struct {
 // cost is roughly the bytes a notification adds to the group's statements
 // (its payment row and its outbox event).
 func (j *job) cost() int {
-	return 768 + 2*(len(j.n.TradeNo)+len(j.n.OutTradeNo)) + len(j.n.NotifyID)
+	return 768 + 2*(len(j.n.TradeNo)+len(j.n.OutTradeNo)) + len(j.n.Ref)
 }
 
-func (a *applier) observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
+func (a *applier) observe(ctx context.Context, n model.Observation) (model.Payment, model.Outcome, error) {
 	if a.short(ctx, time.Now()) {
 		a.p.fellBack(FallbackNearDeadline)
 		return a.p.observeOne(ctx, n)
@@ -256,12 +256,7 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	}
 	defer cancel()
 
-	tradeNos := make([]string, len(group))
-	outTradeNos := make([]string, len(group))
-	for i, j := range group {
-		tradeNos[i], outTradeNos[i] = j.n.TradeNo, j.n.OutTradeNo
-	}
-	trades, err := p.store.TradesLookup(ctx, model.ProviderAlipay, tradeNos, outTradeNos)
+	trades, err := p.lookupGroup(ctx, group)
 	if err != nil {
 		for i := range verdicts {
 			verdicts[i].why = fallbackFor(err)
@@ -270,10 +265,11 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	}
 	var (
 		members []member
-		trade   = map[string]int{}
+		trade   = map[ledgerKey]int{}
 		order   = map[int64]int{}
 	)
 	for i, j := range group {
+		trades := trades[j.n.Provider]
 		if existing, ok := trades.Payments[j.n.TradeNo]; ok {
 			pay, outcome, err := duplicate(existing, j.n)
 			verdicts[i] = verdict{pay: pay, outcome: outcome, err: err}
@@ -287,7 +283,7 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 		} else {
 			continue // no such order: observeOne says what that is
 		}
-		trade[j.n.TradeNo]++
+		trade[ledgerKey{j.n.Provider, j.n.TradeNo}]++
 		order[m.orderID]++
 		members = append(members, m)
 	}
@@ -295,7 +291,7 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	// where the order lock and the ledger key decide between them.
 	members = slices.DeleteFunc(members, func(m member) bool {
 		switch {
-		case trade[group[m.i].n.TradeNo] > 1:
+		case trade[ledgerKey{group[m.i].n.Provider, group[m.i].n.TradeNo}] > 1:
 			verdicts[m.i].why = FallbackDuplicateInGroup
 		case order[m.orderID] > 1:
 			verdicts[m.i].why = FallbackTwoTradesOneOrder
@@ -323,7 +319,7 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 			byID[o.ID] = o
 		}
 		var (
-			paidAt   = map[int64]time.Time{}
+			paidAt   = map[model.PayType]map[int64]time.Time{}
 			attempts []string
 			sold     []int64
 			events   []model.Event
@@ -343,7 +339,10 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 				return err
 			}
 			applied, pays = append(applied, m), append(pays, pay)
-			paidAt[o.ID] = *pay.PaidAt
+			if paidAt[pay.Provider.PayType()] == nil {
+				paidAt[pay.Provider.PayType()] = map[int64]time.Time{}
+			}
+			paidAt[pay.Provider.PayType()][o.ID] = *pay.PaidAt
 			sold = append(sold, o.ID)
 			events = append(events, ev)
 			if m.attempt {
@@ -365,8 +364,10 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 				return err
 			}
 		}
-		if err := tx.MarkOrdersPaid(ctx, paidAt); err != nil {
-			return err
+		for payType, paidAt := range paidAt {
+			if err := tx.MarkOrdersPaid(ctx, payType, paidAt); err != nil {
+				return err
+			}
 		}
 		if err := tx.SellReservations(ctx, sold); err != nil {
 			return err
@@ -386,6 +387,35 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 		verdicts[m.i] = verdict{pay: pays[k], outcome: model.OutcomeApplied}
 	}
 	return verdicts, true
+}
+
+// ledgerKey is a payment's key in the ledger.
+type ledgerKey struct {
+	provider model.Provider
+	tradeNo  string
+}
+
+// lookupGroup reads what the ledger holds of a group's trades, one read per
+// provider in the group (a trade number is a provider's own).
+func (p *Payments) lookupGroup(ctx context.Context, group []*job) (map[model.Provider]dao.Trades, error) {
+	out := map[model.Provider]dao.Trades{}
+	for _, provider := range model.Providers {
+		var tradeNos, outTradeNos []string
+		for _, j := range group {
+			if j.n.Provider == provider {
+				tradeNos, outTradeNos = append(tradeNos, j.n.TradeNo), append(outTradeNos, j.n.OutTradeNo)
+			}
+		}
+		if len(tradeNos) == 0 {
+			continue
+		}
+		trades, err := p.store.TradesLookup(ctx, provider, tradeNos, outTradeNos)
+		if err != nil {
+			return nil, err
+		}
+		out[provider] = trades
+	}
+	return out, nil
 }
 
 // errRegroup rolls a group back so that its members run alone.

@@ -69,7 +69,7 @@ type observed struct {
 // inGroup runs first alone and holds its transaction while ns queue behind
 // it, then lets everything go, and returns the answers to ns and the
 // statements run after first's.
-func inGroup(t *testing.T, store *dao.Store, g *gate, p *service.Payments, first model.Notification, ns []model.Notification) ([]observed, []string) {
+func inGroup(t *testing.T, store *dao.Store, g *gate, p *service.Payments, first model.Observation, ns []model.Observation) ([]observed, []string) {
 	t.Helper()
 	held, release := g.arm()
 	firstDone := make(chan error, 1)
@@ -168,7 +168,7 @@ func TestGroupApplySQL(t *testing.T) {
 		p := service.NewPayments(store)
 		orders := service.NewOrders(store)
 		first := mustOrder(t, store, newSN("G-FIRST-"), "1.00")
-		var ns []model.Notification
+		var ns []model.Observation
 		var buys []purchase
 		for i := range 3 {
 			b := newPurchase(t, store, orders, fmt.Sprintf("group-sql-%d-%s", i, newSN("")))
@@ -203,7 +203,7 @@ func TestGroupApplyDuplicatesSQL(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		g := newGate(t, store)
 		p := service.NewPayments(store)
-		var ns []model.Notification
+		var ns []model.Observation
 		for range 3 {
 			o := mustOrder(t, store, newSN("GD-"), "1.00")
 			n := paid(o.OrderSN, "T-"+o.OrderSN, "1.00")
@@ -275,7 +275,7 @@ func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 		if _, o, err := p.Observe(ctx, stray); err != nil || o != model.OutcomeUnmatched {
 			t.Fatalf("stray payment: %s %v", o, err)
 		}
-		ns := []model.Notification{
+		ns := []model.Observation{
 			paid(clean1, "T-"+clean1, "10.00"),                   // 0 applied in the group
 			paid(clean2, "T-"+clean2, "10.00"),                   // 1 applied in the group
 			paid(paidBefore, "T-"+paidBefore, "10.00"),           // 2 duplicate, from the lookup
@@ -371,7 +371,7 @@ func storm(t *testing.T, store *dao.Store, p *service.Payments, grouped bool) {
 		total, unmatchedAll := 0, 0
 		for r := 0; r < maxRaceRounds && (r == 0 || grouped && service.Groups(p) == 0); r++ {
 			var sns []string
-			var ns []model.Notification
+			var ns []model.Observation
 			for i := range perRound {
 				v := mustPlace(t, orders, member, newSN("storm-"), model.PlaceOrder{Items: []model.ItemRequest{{SKUID: sku, Quantity: 1}}})
 				sns = append(sns, v.OrderSN)
@@ -539,7 +539,7 @@ func TestGroupApplyLockWaitFallsBack(t *testing.T) {
 	p := service.NewPayments(store)
 	h := hook(p)
 	first := mustOrder(t, store, newSN("GA-LW-FIRST-"), "1.00")
-	var ns []model.Notification
+	var ns []model.Observation
 	var held model.Order
 	for i := range 3 {
 		o := mustOrder(t, store, newSN("GA-LW-"), "1.00")

@@ -13,18 +13,19 @@ import (
 
 // OpenTrades finds out what the network lost: it queries open trades
 // whose notification has not come (applying a payment through exactly the
-// same Payments.Observe as a notification), and closes at Alipay the open
-// trades of settled orders. Safe with several instances: queried attempts
-// are claimed with FOR UPDATE SKIP LOCKED and a lease; closing is
-// idempotent at Alipay and recorded by compare-and-set, so two instances
+// same Payments.Observe as a notification), and closes at their provider
+// the open trades of settled orders; each attempt is asked of the provider
+// it is open at. Safe with several instances: queried attempts are claimed
+// with FOR UPDATE SKIP LOCKED and a lease; closing is idempotent at the
+// provider and recorded by compare-and-set, so two instances
 // closing one trade cost a second call, nothing more. It runs as two jobs
 // (QueryJob, CloseJob); an attempt either fails on is given its own
 // back-off and the round goes on.
 type OpenTrades struct {
-	store    *dao.Store
-	gw       Gateway
-	payments *Payments
-	log      *slog.Logger
+	store     *dao.Store
+	providers Providers
+	payments  *Payments
+	log       *slog.Logger
 	// Interval is ALIPAY_JOBS_INTERVAL, the pause between rounds.
 	Interval time.Duration
 	// Batch is how many attempts one round handles.
@@ -36,8 +37,8 @@ type OpenTrades struct {
 }
 
 // NewOpenTrades returns the query-and-close job.
-func NewOpenTrades(store *dao.Store, gw Gateway, payments *Payments, log *slog.Logger) *OpenTrades {
-	return &OpenTrades{store: store, gw: gw, payments: payments, log: log, Interval: 30 * time.Second,
+func NewOpenTrades(store *dao.Store, providers Providers, payments *Payments, log *slog.Logger) *OpenTrades {
+	return &OpenTrades{store: store, providers: providers, payments: payments, log: log, Interval: 30 * time.Second,
 		Batch: 20, Lease: 10 * time.Minute, now: time.Now}
 }
 
@@ -75,10 +76,10 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 	}
 	paid := 0
 	for _, a := range claimed {
-		t, err := r.gw.QueryTrade(ctx, a.OutTradeNo)
+		t, err := r.query(ctx, a)
 		switch {
 		case err == nil && t.Status.Paid():
-			if _, outcome, err := r.payments.Observe(ctx, observed(t)); err != nil {
+			if _, outcome, err := r.payments.Observe(ctx, t.Observation()); err != nil {
 				r.log.Error("query found a payment that could not be applied", "out_trade_no", a.OutTradeNo, "err", err)
 				if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil && ctx.Err() != nil {
 					return paid, err
@@ -89,7 +90,7 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 			}
 			paid++
 		case err == nil && t.Status == model.TradeClosed && a.State == model.AttemptOpen:
-			if _, err := closeAttempt(ctx, r.store, a, "closed at Alipay", r.now()); err != nil {
+			if _, err := closeAttempt(ctx, r.store, a, "closed at "+a.Provider.Name(), r.now()); err != nil {
 				if ctx.Err() != nil {
 					return paid, err
 				}
@@ -104,7 +105,7 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 			// Not paid yet, never scanned (ErrTradeNotExist), closed, or no
 			// trustworthy answer: ask again later.
 			if err != nil && !errors.Is(err, model.ErrTradeNotExist) {
-				r.log.Warn("trade query failed", "out_trade_no", a.OutTradeNo, "err", err)
+				r.log.Warn("trade query failed", "provider", a.Provider, "out_trade_no", a.OutTradeNo, "err", err)
 			}
 			if err := r.reschedule(ctx, a, err == nil || errors.Is(err, model.ErrTradeNotExist)); err != nil {
 				if ctx.Err() != nil {
@@ -115,6 +116,15 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 		}
 	}
 	return paid, nil
+}
+
+// query asks a's provider where its trade stands.
+func (r *OpenTrades) query(ctx context.Context, a model.PayAttempt) (model.Trade, error) {
+	gw, err := r.providers.get(a.Provider)
+	if err != nil {
+		return model.Trade{}, err
+	}
+	return gw.QueryTrade(ctx, a.OutTradeNo)
 }
 
 // expiryLag is how long after a trade's time_expire the last query of a
@@ -177,25 +187,29 @@ func (r *OpenTrades) CloseAbandoned(ctx context.Context) (int, error) {
 // closeAbandoned closes one attempt's trade and reports whether it
 // recorded the close. An error means the attempt is still open.
 func (r *OpenTrades) closeAbandoned(ctx context.Context, a model.PayAttempt) (bool, error) {
-	err := r.gw.CloseTrade(ctx, a.OutTradeNo)
+	gw, err := r.providers.get(a.Provider)
+	if err != nil {
+		return false, err
+	}
+	err = gw.CloseTrade(ctx, a.OutTradeNo)
 	switch {
 	case err == nil, errors.Is(err, model.ErrTradeNotExist): // never scanned: nothing to close
 		return closeAttempt(ctx, r.store, a, "order settled", r.now())
 	case errors.Is(err, model.ErrTradeStatus):
-		t, err := r.gw.QueryTrade(ctx, a.OutTradeNo)
+		t, err := gw.QueryTrade(ctx, a.OutTradeNo)
 		if err != nil {
 			return false, fmt.Errorf("close refused, query failed: %w", err)
 		}
 		switch {
 		case t.Status.Paid():
-			if _, _, err := r.payments.Observe(ctx, observed(t)); err != nil {
+			if _, _, err := r.payments.Observe(ctx, t.Observation()); err != nil {
 				return false, fmt.Errorf("paid trade of a closed order not applied yet: %w", err)
 			}
 			// Applied (REFUND_PENDING, refunded by the refund job); the
 			// attempt is PAID now, no longer listed.
 			return false, nil
 		case t.Status == model.TradeClosed:
-			return closeAttempt(ctx, r.store, a, "closed at Alipay", r.now())
+			return closeAttempt(ctx, r.store, a, "closed at "+a.Provider.Name(), r.now())
 		}
 		return false, fmt.Errorf("%w: close refused while the trade is %s", model.ErrGatewayUnknown, t.Status)
 	}

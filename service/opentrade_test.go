@@ -339,7 +339,7 @@ func TestOpenTradesInTwoInstances(t *testing.T) {
 			c := r.checkout(nil)
 			trades := make([]*service.OpenTrades, 2)
 			for i, store := range []*dao.Store{a, b} {
-				trades[i] = service.NewOpenTrades(store, r.gw, service.NewPayments(store), quietLog)
+				trades[i] = service.NewOpenTrades(store, r.providers(), service.NewPayments(store), quietLog)
 				trades[i].Batch = 4
 			}
 

@@ -136,11 +136,11 @@ func newPurchase(t *testing.T, store *dao.Store, orders *service.Orders, key str
 }
 
 // notification is Alipay telling that the purchase was paid in full.
-func (p purchase) notification() model.Notification {
+func (p purchase) notification() model.Observation {
 	at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-	return model.Notification{
-		NotifyID: "n-" + p.view.OrderSN, TradeStatus: model.TradeSuccess, OutTradeNo: p.view.OrderSN,
-		TradeNo: "T-" + p.view.OrderSN, TotalAmount: decimal.RequireFromString(p.view.PayAmount), GmtPayment: &at,
+	return model.Observation{
+		Provider: model.ProviderAlipay, Ref: "n-" + p.view.OrderSN, OutTradeNo: p.view.OrderSN,
+		TradeNo: "T-" + p.view.OrderSN, Amount: decimal.RequireFromString(p.view.PayAmount), PaidAt: &at,
 	}
 }
 

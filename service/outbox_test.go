@@ -179,8 +179,8 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 			}
 			written := outboxSince(t, store)
 			for _, status := range []model.TradeStatus{model.TradeSuccess, model.TradeFinished} {
-				n := paid("EV-DUP", "T-EV-DUP", "10.00")
-				n.TradeStatus = status
+				n := model.Notification{NotifyID: "n-" + string(status), TradeStatus: status, OutTradeNo: "EV-DUP",
+					TradeNo: "T-EV-DUP", TotalAmount: decimal.RequireFromString("10.00")}.Observation()
 				if _, outcome, err := payments.Observe(ctx, n); err != nil || outcome != model.OutcomeDuplicate {
 					t.Fatalf("%s again: %s, %v", status, outcome, err)
 				}
@@ -272,7 +272,7 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			written := outboxSince(t, store)
-			for _, n := range []model.Notification{
+			for _, n := range []model.Observation{
 				paid("EV-CONFLICT-B", "T-EV-CONFLICT", "10.00"), // same trade, other order
 				paid("EV-CONFLICT-A", "T-EV-CONFLICT", "9.00"),  // same trade, other amount
 			} {

@@ -52,7 +52,11 @@ func GroupApply(on bool) PaymentsOption {
 	}
 }
 
-// Observe applies a paid notification to its order, exactly once. With
+// Observe applies an observed payment to its order, exactly once: the one
+// way into the ledger, whichever provider took the money and however it
+// was learnt (a notification, an active query, checkout's close, or the
+// reconciliation's repair). The provider's adapter builds o after its own
+// checks; Observe refuses one the ledger cannot take (model.Observation.Check). With
 // group apply on, a notification that arrives while another transaction of
 // this instance is in flight waits for it and joins the next group (see
 // applier); a group applies only first notices of orders awaiting payment
@@ -73,9 +77,9 @@ func GroupApply(on bool) PaymentsOption {
 //     An operator refunds it (Refunds.RefundUnmatched).
 //
 // It returns the payment as recorded and what this call did.
-func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
-	if !n.TradeStatus.Paid() {
-		return model.Payment{}, "", fmt.Errorf("%w: trade_status %q moves no money", model.ErrInvalidNotification, n.TradeStatus)
+func (p *Payments) Observe(ctx context.Context, n model.Observation) (model.Payment, model.Outcome, error) {
+	if err := n.Check(); err != nil {
+		return model.Payment{}, "", err
 	}
 	if p.group != nil {
 		return p.group.observe(ctx, n)
@@ -85,14 +89,14 @@ func (p *Payments) Observe(ctx context.Context, n model.Notification) (model.Pay
 
 // observeOne applies one notification in its own transaction: the
 // decision table's one home.
-func (p *Payments) observeOne(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
-	// Fast path: Alipay resends until it hears "success", and a trade
-	// reaches TRADE_FINISHED after TRADE_SUCCESS. Rows are never deleted,
+func (p *Payments) observeOne(ctx context.Context, n model.Observation) (model.Payment, model.Outcome, error) {
+	// Fast path: a provider resends until it hears it was recorded, and an
+	// Alipay trade reaches TRADE_FINISHED after TRADE_SUCCESS. Rows are never deleted,
 	// so a committed row answers those without the order lock. The same
 	// read finds the attempt out_trade_no names (attempt 1's is the
 	// order_sn; later ones are not order numbers at all); without one,
 	// out_trade_no is the order_sn itself.
-	existing, attempt, err := p.store.TradeLookup(ctx, model.ProviderAlipay, n.TradeNo, n.OutTradeNo)
+	existing, attempt, err := p.store.TradeLookup(ctx, n.Provider, n.TradeNo, n.OutTradeNo)
 	if err != nil {
 		return model.Payment{}, "", err
 	}
@@ -120,7 +124,7 @@ func (p *Payments) observeOne(ctx context.Context, n model.Notification) (model.
 			// Recorded after our fast-path read: by a copy of this
 			// notification that held the order lock before us, or, for a
 			// conflicting trade, under another order's lock.
-			existing, err := tx.PaymentForUpdate(ctx, model.ProviderAlipay, n.TradeNo)
+			existing, err := tx.PaymentForUpdate(ctx, n.Provider, n.TradeNo)
 			if err != nil {
 				return err
 			}
@@ -142,7 +146,7 @@ func (p *Payments) observeOne(ctx context.Context, n model.Notification) (model.
 			return tx.InsertEvents(ctx, ev)
 		}
 		outcome = model.OutcomeApplied
-		if err := tx.MarkOrderPaid(ctx, *pay.PaidAt); err != nil {
+		if err := tx.MarkOrderPaid(ctx, pay.Provider.PayType(), *pay.PaidAt); err != nil {
 			return err
 		}
 		// Only the 0→1 compare-and-set gets here: the reservation is sold
@@ -167,7 +171,7 @@ func (p *Payments) observeOne(ctx context.Context, n model.Notification) (model.
 
 // unmatched records a paid trade whose out_trade_no resolves to no order:
 // UNMATCHED, with its event, or — recorded meanwhile — a duplicate.
-func (p *Payments) unmatched(ctx context.Context, n model.Notification) (model.Payment, model.Outcome, error) {
+func (p *Payments) unmatched(ctx context.Context, n model.Observation) (model.Payment, model.Outcome, error) {
 	pay := p.newPayment(model.Order{}, n)
 	pay.State, pay.Reason = model.PaymentUnmatched, model.RefundNone
 	inserted, existing, err := p.store.RecordUnmatched(ctx, pay, func(pay model.Payment) ([]model.Event, error) {
@@ -188,31 +192,31 @@ func (p *Payments) unmatched(ctx context.Context, n model.Notification) (model.P
 
 // newPayment is the ledger row for a trade not seen before, already in the
 // state the decision table gives for order.
-func (p *Payments) newPayment(order model.Order, n model.Notification) model.Payment {
-	state, reason := model.Decide(order, n.TotalAmount)
+func (p *Payments) newPayment(order model.Order, n model.Observation) model.Payment {
+	state, reason := model.Decide(order, n.Amount)
 	paidAt := p.now().UTC()
-	if n.GmtPayment != nil {
-		paidAt = *n.GmtPayment
+	if n.PaidAt != nil {
+		paidAt = *n.PaidAt
 	}
 	return model.Payment{
-		Provider:   model.ProviderAlipay,
+		Provider:   n.Provider,
 		TradeNo:    n.TradeNo,
 		OrderID:    order.ID,
 		OutTradeNo: n.OutTradeNo,
-		Amount:     n.TotalAmount,
+		Amount:     n.Amount,
 		State:      state,
 		Reason:     reason,
-		NotifyID:   n.NotifyID,
+		NotifyID:   n.Ref,
 		PaidAt:     &paidAt,
 	}
 }
 
-// duplicate answers a notification whose trade is already recorded.
-func duplicate(existing model.Payment, n model.Notification) (model.Payment, model.Outcome, error) {
-	if !existing.SameTrade(n.OutTradeNo, n.TotalAmount) {
-		return existing, "", fmt.Errorf("%w: trade %q is recorded for %q amount %s, notified for %q amount %s",
-			model.ErrTradeConflict, n.TradeNo, existing.OutTradeNo, existing.Amount.StringFixed(2),
-			n.OutTradeNo, n.TotalAmount.StringFixed(2))
+// duplicate answers an observation whose trade is already recorded.
+func duplicate(existing model.Payment, n model.Observation) (model.Payment, model.Outcome, error) {
+	if !existing.SameTrade(n.OutTradeNo, n.Amount) {
+		return existing, "", fmt.Errorf("%w: %s trade %q is recorded for %q amount %s, notified for %q amount %s",
+			model.ErrTradeConflict, n.Provider, n.TradeNo, existing.OutTradeNo, existing.Amount.StringFixed(2),
+			n.OutTradeNo, n.Amount.StringFixed(2))
 	}
 	return existing, model.OutcomeDuplicate, nil
 }

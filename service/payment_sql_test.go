@@ -51,7 +51,7 @@ func TestObserveSQL(t *testing.T) {
 		}
 		payments := service.NewPayments(store)
 		orders := service.NewOrders(store)
-		observe := func(t *testing.T, n model.Notification, want model.Outcome) []string {
+		observe := func(t *testing.T, n model.Observation, want model.Outcome) []string {
 			t.Helper()
 			return rec.during(func() {
 				if _, got, err := payments.Observe(ctx, n); err != nil || got != want {

@@ -28,11 +28,10 @@ func mustOrder(t *testing.T, store *dao.Store, sn, amount string) model.Order {
 	return o
 }
 
-func paid(sn, tradeNo, amount string) model.Notification {
+func paid(sn, tradeNo, amount string) model.Observation {
 	at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-	return model.Notification{
-		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess,
-		OutTradeNo: sn, TradeNo: tradeNo, TotalAmount: decimal.RequireFromString(amount), GmtPayment: &at,
+	return model.Observation{
+		Provider: model.ProviderAlipay, Ref: "n-" + tradeNo, OutTradeNo: sn, TradeNo: tradeNo, Amount: decimal.RequireFromString(amount), PaidAt: &at,
 	}
 }
 
@@ -62,7 +61,7 @@ func TestObserveDecisionTable(t *testing.T) {
 			name        string
 			setup       func(t *testing.T) // runs after the order is created
 			order       string
-			n           model.Notification
+			n           model.Observation
 			wantOutcome model.Outcome
 			wantErr     error
 			wantState   model.PaymentState
@@ -98,10 +97,10 @@ func TestObserveDecisionTable(t *testing.T) {
 				},
 				wantOutcome: model.OutcomeDuplicate, wantState: model.PaymentApplied, wantStatus: model.OrderPaid},
 			{name: "TradeFinishedAfterSuccessIsDuplicate", order: "100.00",
-				n: func() model.Notification {
-					n := paid("A6", "T-A6", "100.00")
-					n.TradeStatus = model.TradeFinished
-					return n
+				n: func() model.Observation {
+					at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+					return model.Notification{NotifyID: "n-finished", TradeStatus: model.TradeFinished, OutTradeNo: "A6",
+						TradeNo: "T-A6", TotalAmount: decimal.RequireFromString("100.00"), GmtPayment: &at}.Observation()
 				}(),
 				setup: func(t *testing.T) {
 					if _, _, err := p.Observe(ctx, paid("A6", "T-A6", "100.00")); err != nil {
@@ -148,7 +147,7 @@ func TestObserveDecisionTable(t *testing.T) {
 						t.Fatalf("got %s %s %q, want %s %s %q", outcome, pay.State, pay.Reason, tc.wantOutcome, tc.wantState, tc.wantReason)
 					}
 					stored, err := store.Payment(ctx, model.ProviderAlipay, tc.n.TradeNo)
-					if err != nil || stored.State != tc.wantState || stored.OrderID != o.ID || !stored.Amount.Equal(tc.n.TotalAmount) {
+					if err != nil || stored.State != tc.wantState || stored.OrderID != o.ID || !stored.Amount.Equal(tc.n.Amount) {
 						t.Fatalf("stored payment = %+v, %v", stored, err)
 					}
 				}
@@ -181,8 +180,8 @@ func TestObserveDecisionTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := mustGetOrder(t, store, "A9")
-			if got.PaymentTime == nil || !got.PaymentTime.Equal(*n.GmtPayment) {
-				t.Fatalf("payment_time = %v, want %v", got.PaymentTime, n.GmtPayment)
+			if got.PaymentTime == nil || !got.PaymentTime.Equal(*n.PaidAt) {
+				t.Fatalf("payment_time = %v, want %v", got.PaymentTime, n.PaidAt)
 			}
 		})
 	})

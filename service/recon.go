@@ -26,6 +26,8 @@ type BillReconciler struct {
 	store    *dao.Store
 	bills    BillSource
 	payments *Payments
+	// Provider is whose bill this reconciles (Alipay's, unless set).
+	Provider model.Provider
 	log      *slog.Logger
 	owner    string
 	// Batch is how many bill lines are matched per round trip, and
@@ -58,7 +60,7 @@ type BillReconciler struct {
 func NewBillReconciler(store *dao.Store, bills BillSource, payments *Payments, log *slog.Logger) *BillReconciler {
 	host, _ := os.Hostname()
 	return &BillReconciler{
-		store: store, bills: bills, payments: payments, log: log,
+		store: store, bills: bills, payments: payments, log: log, Provider: model.ProviderAlipay,
 		owner: clipOwner(host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)),
 		Batch: 1000, Workers: 4, Lease: 10 * time.Minute, Grace: 15 * time.Minute, At: 9*time.Hour + 30*time.Minute, Interval: 5 * time.Minute, now: time.Now,
 	}
@@ -163,7 +165,7 @@ func (r *BillReconciler) claim(ctx context.Context, date string, asked bool) (cl
 			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
 			After: string(model.ReconRunning)}
 	}
-	run, attempt, err := r.store.ClaimRun(ctx, model.ProviderAlipay, date, r.owner, started, r.Lease, audit)
+	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {
 		return claimed{}, err
 	}
@@ -186,7 +188,7 @@ func (r *BillReconciler) finish(ctx context.Context, c claimed) (model.ReconRun,
 	if err := r.store.FinishRun(ctx, run.ID, r.owner, attempt, res, r.now()); err != nil {
 		return model.ReconRun{}, err
 	}
-	out, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	out, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
@@ -232,7 +234,7 @@ func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attemp
 	if err := m.missing(ctx, from, to); err != nil {
 		return fail(err)
 	}
-	ledger, err := r.store.LedgerTotals(ctx, model.ProviderAlipay, day, day.AddDate(0, 0, 1))
+	ledger, err := r.store.LedgerTotals(ctx, r.Provider, day, day.AddDate(0, 0, 1))
 	if err != nil {
 		return fail(err)
 	}
@@ -240,7 +242,7 @@ func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attemp
 	// we confirmed hours after Alipay made it, a payment near midnight,
 	// when the days ran out of order) is missing no more.
 	from7, to7 := day.AddDate(0, 0, -reconLookback).Format("2006-01-02"), day.AddDate(0, 0, reconLookback).Format("2006-01-02")
-	found, err := r.store.ResolveFoundElsewhere(ctx, model.ProviderAlipay, run.ID, from7, to7, "found in Alipay's bill of "+run.BillDate, r.now())
+	found, err := r.store.ResolveFoundElsewhere(ctx, r.Provider, run.ID, from7, to7, "found in "+r.Provider.Name()+"'s bill of "+run.BillDate, r.now())
 	if err != nil {
 		return fail(err)
 	}

@@ -186,7 +186,7 @@ func seedLedger(store *dao.Store, lines []bigLine) error {
 
 // fileBills serves the bill file at path for any day.
 func fileBills(path string) service.BillSource {
-	return service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+	return service.BillSourceFunc(func(ctx context.Context, day time.Time) (model.Bill, error) {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err

@@ -3,7 +3,6 @@ package service_test
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +79,7 @@ func newReconRig(t *testing.T, store *dao.Store) *reconRig {
 		t.Fatal(err)
 	}
 	r.payments = service.NewPayments(store)
-	r.refunds = service.NewRefunds(store, r.gw, quietLog)
+	r.refunds = service.NewRefunds(store, service.Providers{model.ProviderAlipay: alipay.NewProvider(r.gw, "", "")}, quietLog)
 	r.recon = r.instance("instance-a")
 	return r
 }
@@ -96,15 +95,7 @@ func (r *reconRig) instance(owner string) *service.BillReconciler {
 
 // billsOf is the service's BillSource over paynotify's Alipay client, as
 // main wires it.
-func billsOf(c *alipay.Client) service.BillSource {
-	return service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
-		b, err := c.TradeBill(ctx, day)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	})
-}
+func billsOf(c *alipay.Client) service.BillSource { return alipay.NewProvider(c, "", "") }
 
 // order inserts an order awaiting payment of amount and returns its id.
 func (r *reconRig) order(t *testing.T, sn, amount string) int64 {
@@ -124,9 +115,9 @@ func (r *reconRig) order(t *testing.T, sn, amount string) int64 {
 func (r *reconRig) notify(t *testing.T, outTradeNo, tradeNo, amount string) model.Outcome {
 	t.Helper()
 	at := r.clock.Now().UTC()
-	_, outcome, err := r.payments.Observe(ctx, model.Notification{
-		NotifyID: "n-" + tradeNo, TradeStatus: model.TradeSuccess, OutTradeNo: outTradeNo, TradeNo: tradeNo,
-		TotalAmount: decimal.RequireFromString(amount), GmtPayment: &at,
+	_, outcome, err := r.payments.Observe(ctx, model.Observation{
+		Provider: model.ProviderAlipay, Ref: "n-" + tradeNo, OutTradeNo: outTradeNo, TradeNo: tradeNo,
+		Amount: decimal.RequireFromString(amount), PaidAt: &at,
 	})
 	if err != nil {
 		t.Fatalf("notify %s: %v", tradeNo, err)

@@ -13,7 +13,7 @@ func (r *BillReconciler) Runs(ctx context.Context, limit int) ([]model.ReconRun,
 	if limit <= 0 || limit > 366 {
 		limit = 60
 	}
-	return r.store.ReconRuns(ctx, model.ProviderAlipay, limit)
+	return r.store.ReconRuns(ctx, r.Provider, limit)
 }
 
 // RunDetail is a run with its attempts and its items.
@@ -35,7 +35,7 @@ func (r *BillReconciler) Detail(ctx context.Context, date string, outcome model.
 	if limit <= 0 || limit > 10000 {
 		limit = 1000
 	}
-	run, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	run, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return RunDetail{}, err
 	}
@@ -62,7 +62,7 @@ func (r *BillReconciler) ResolveItem(ctx context.Context, date string, id int64,
 	if operator == "" || len(operator) > 64 {
 		return model.ReconItem{}, fmt.Errorf("%w: operator must be 1 to 64 bytes", model.ErrInvalidRequest)
 	}
-	run, err := r.store.ReconRun(ctx, model.ProviderAlipay, date)
+	run, err := r.store.ReconRun(ctx, r.Provider, date)
 	if err != nil {
 		return model.ReconItem{}, err
 	}

@@ -25,7 +25,7 @@ func TestRunAskedOutlivesItsRequest(t *testing.T) {
 
 		asked, release := make(chan struct{}, 1), make(chan struct{})
 		held := true
-		bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+		bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (model.Bill, error) {
 			if held {
 				asked <- struct{}{}
 				select {
@@ -89,7 +89,7 @@ func TestRunAskedWhileStopping(t *testing.T) {
 	store := daotest.Open(t, dao.DriverMySQL)
 	r := newReconRig(t, store)
 	asked := make(chan struct{}, 1)
-	bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (service.Bill, error) {
+	bills := service.BillSourceFunc(func(ctx context.Context, day time.Time) (model.Bill, error) {
 		asked <- struct{}{}
 		<-ctx.Done()
 		return nil, ctx.Err()

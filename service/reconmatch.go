@@ -31,7 +31,7 @@ type matcher struct {
 // matchAll streams the bill's lines in batches to Workers goroutines. The
 // database, not the CPU, is what a batch waits on (a commit's flush to
 // disk, mostly), so batches overlap.
-func (m *matcher) matchAll(ctx context.Context, bill Bill) error {
+func (m *matcher) matchAll(ctx context.Context, bill model.Bill) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(m.r.Workers, 1))
 	batch := make([]model.BillEntry, 0, m.r.Batch)
@@ -93,7 +93,7 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 			requestNos = append(requestNos, e.OutRequestNo)
 		}
 	}
-	pays, err := r.store.PaymentsByTradeNo(ctx, model.ProviderAlipay, tradeNos)
+	pays, err := r.store.PaymentsByTradeNo(ctx, r.Provider, tradeNos)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 		}
 		seen = append(seen, model.SeenLine{Kind: model.BillRefund, Ref: e.OutRequestNo, TradeNo: e.TradeNo, Amount: amount, Fee: e.Fee})
 	}
-	if _, err := r.store.RecordSeen(ctx, model.ProviderAlipay, m.date, seen, m.feeEvent); err != nil {
+	if _, err := r.store.RecordSeen(ctx, r.Provider, m.date, seen, m.feeEvent); err != nil {
 		return err
 	}
 	return m.save(ctx, items)
@@ -167,7 +167,7 @@ func (m *matcher) feeEvent(fresh []model.SeenLine) (*model.Event, error) {
 		return nil, nil
 	}
 	ev, err := newEvent(model.EventFeesBooked, m.run.ID, model.FeeEventData{
-		Provider: string(model.ProviderAlipay), BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
+		Provider: string(m.r.Provider), BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
 	}, m.r.now())
 	return &ev, err
 }
@@ -192,10 +192,8 @@ func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
 // when nothing could be recorded.
 func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconItem, *model.Payment, error) {
 	at := e.FinishedAt
-	n := model.Notification{
-		NotifyID: "recon-" + m.date, TradeStatus: model.TradeSuccess, OutTradeNo: e.OutTradeNo, TradeNo: e.TradeNo,
-		TotalAmount: e.Amount, GmtPayment: &at,
-	}
+	n := model.Observation{Provider: m.r.Provider, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
+		PaidAt: &at, Ref: model.BillRef(m.date)}
 	it := model.ReconItem{Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, BillAmount: amountPtr(e.Amount)}
 	pay, outcome, err := m.r.payments.Observe(ctx, n)
 	switch {

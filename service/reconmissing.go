@@ -17,7 +17,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	page := max(r.Batch, 1)
 	n := 0
 	for after := ""; ; {
-		pays, err := r.store.UnseenPayments(ctx, model.ProviderAlipay, from, to, after, page)
+		pays, err := r.store.UnseenPayments(ctx, r.Provider, from, to, after, page)
 		if err != nil {
 			return err
 		}
@@ -43,7 +43,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	}
 	n = 0
 	for after := ""; ; {
-		refunds, err := r.store.UnseenRefunds(ctx, model.ProviderAlipay, from, to, after, page)
+		refunds, err := r.store.UnseenRefunds(ctx, r.Provider, from, to, after, page)
 		if err != nil {
 			return err
 		}

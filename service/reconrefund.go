@@ -109,7 +109,7 @@ func (m *matcher) unknownRefundsLater(ctx context.Context) error {
 		for i, e := range batch {
 			tradeNos[i] = e.TradeNo
 		}
-		pays, err := m.r.store.PaymentsByTradeNo(ctx, model.ProviderAlipay, tradeNos)
+		pays, err := m.r.store.PaymentsByTradeNo(ctx, m.r.Provider, tradeNos)
 		if err != nil {
 			return err
 		}

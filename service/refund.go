@@ -25,9 +25,9 @@ import (
 // through (alipay.trade.fastpay.refund.query). Several workers may run:
 // refunds are claimed with FOR UPDATE SKIP LOCKED and a lease.
 type Refunds struct {
-	store *dao.Store
-	gw    Gateway
-	log   *slog.Logger
+	store     *dao.Store
+	providers Providers
+	log       *slog.Logger
 	// Interval is ALIPAY_JOBS_INTERVAL, the pause between rounds.
 	Interval time.Duration
 	// Batch is how many refunds one round handles.
@@ -46,8 +46,8 @@ type Refunds struct {
 }
 
 // NewRefunds returns the refund use cases and worker.
-func NewRefunds(store *dao.Store, gw Gateway, log *slog.Logger) *Refunds {
-	return &Refunds{store: store, gw: gw, log: log, Interval: 30 * time.Second, Batch: 20, Lease: 10 * time.Minute,
+func NewRefunds(store *dao.Store, providers Providers, log *slog.Logger) *Refunds {
+	return &Refunds{store: store, providers: providers, log: log, Interval: 30 * time.Second, Batch: 20, Lease: 10 * time.Minute,
 		AlertAfter: 12, now: time.Now}
 }
 
@@ -204,10 +204,15 @@ func (r *Refunds) Execute(ctx context.Context) (int, error) {
 	return done, nil
 }
 
+// execute asks the provider that took the money to give f back.
 func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
+	gw, err := r.providers.get(f.Provider)
+	if err != nil {
+		return false, r.unknown(ctx, f, err)
+	}
 	if f.Attempts > 1 {
 		// The last ask may have refunded without our hearing: find out first.
-		refunded, err := r.gw.RefundDone(ctx, f.TradeNo, f.OutRequestNo, f.Amount)
+		refunded, err := gw.RefundDone(ctx, f.TradeNo, f.OutRequestNo, f.Amount)
 		switch {
 		case err == nil && refunded:
 			return true, r.finish(ctx, f, model.RefundRefunded, "")
@@ -215,7 +220,7 @@ func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 			return false, r.unknown(ctx, f, err)
 		}
 	}
-	err := r.gw.Refund(ctx, f.TradeNo, f.OutRequestNo, f.Amount, f.Reason)
+	err = gw.Refund(ctx, f.TradeNo, f.OutRequestNo, f.Amount, f.Reason)
 	switch {
 	case err == nil:
 		return true, r.finish(ctx, f, model.RefundRefunded, "")
@@ -224,7 +229,7 @@ func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 	}
 	// A signed refusal (e.g. amount, trade state): asking again will not
 	// change it. An operator has to look.
-	r.log.Error("refund refused by Alipay", "out_request_no", f.OutRequestNo, "err", err)
+	r.log.Error("refund refused by its provider", "provider", f.Provider, "out_request_no", f.OutRequestNo, "err", err)
 	return false, r.finish(ctx, f, model.RefundFailed, err.Error())
 }
 

@@ -194,7 +194,7 @@ func TestRefundWorkersInTwoInstances(t *testing.T) {
 					var mu sync.Mutex
 					finished := map[model.RefundState]int{}
 					for _, store := range []*dao.Store{a, b, a, b} {
-						w := service.NewRefunds(store, r.gw, quietLog)
+						w := service.NewRefunds(store, r.providers(), quietLog)
 						w.Batch, w.Lease = 3, lease.d
 						w.OnFinished = func(to model.RefundState) {
 							mu.Lock()

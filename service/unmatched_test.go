@@ -102,8 +102,7 @@ func TestUnmatchedConcurrentCopies(t *testing.T) {
 		errs := make([]error, 20)
 		at := r.clock.Now().UTC()
 		startAll(20, func(i int) {
-			_, outcomes[i], errs[i] = r.payments.Observe(ctx, model.Notification{NotifyID: "n", TradeStatus: model.TradeSuccess,
-				OutTradeNo: "GONE-2", TradeNo: tradeNo, TotalAmount: dec("3.00"), GmtPayment: &at})
+			_, outcomes[i], errs[i] = r.payments.Observe(ctx, model.Observation{Provider: model.ProviderAlipay, Ref: "n", OutTradeNo: "GONE-2", TradeNo: tradeNo, Amount: dec("3.00"), PaidAt: &at})
 		})
 		unmatched := 0
 		for i, err := range errs {

@@ -1,0 +1,67 @@
+package model
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Observation is a payment a provider says it took, in the ledger's terms:
+// the one way into the ledger (service.Payments.Observe). Each provider's
+// adapter builds it only after its own checks — a notification's
+// signature and fields, a signed query answer, a line of the provider's
+// own bill — so nothing here is about how it was learnt except Ref.
+type Observation struct {
+	Provider Provider
+	// TradeNo is the provider's number of the payment: the ledger's key
+	// with Provider (Alipay's trade_no, WeChat Pay's transaction_id).
+	TradeNo string
+	// OutTradeNo is ours: the order_sn, or a later attempt's out_trade_no.
+	OutTradeNo string
+	// Amount is what the buyer paid, in yuan.
+	Amount decimal.Decimal
+	// PaidAt is when the buyer paid, in UTC; nil if the provider did not
+	// say (the ledger then records when it was observed).
+	PaidAt *time.Time
+	// Ref says where the observation came from, kept for reference only:
+	// a notification's id, QueryRef, or BillRef.
+	Ref string
+}
+
+// QueryRef is the Ref of a payment an active query found.
+func QueryRef(tradeNo string) string { return "query:" + tradeNo }
+
+// BillRef is the Ref of a payment found in the bill of a Beijing day
+// (yyyy-MM-dd) and missing from the ledger.
+func BillRef(date string) string { return "recon-" + date }
+
+// Check refuses an observation the ledger cannot take: an unknown
+// provider, identifiers that are not ValidID (out_trade_no at most 64
+// characters), or an amount that is not positive with at most two
+// decimals. Errors wrap ErrInvalidNotification.
+func (o Observation) Check() error {
+	switch {
+	case o.Provider.PayType() == PayTypeNone:
+		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, clip(string(o.Provider)))
+	case !ValidID(o.OutTradeNo) || len(o.OutTradeNo) > maxOutTradeNoLen:
+		return fmt.Errorf("%w: out_trade_no %q", ErrInvalidNotification, clip(o.OutTradeNo))
+	case !ValidID(o.TradeNo):
+		return fmt.Errorf("%w: trade_no %q", ErrInvalidNotification, clip(o.TradeNo))
+	case !o.Amount.IsPositive() || !o.Amount.Equal(o.Amount.Round(2)):
+		return fmt.Errorf("%w: amount %s", ErrInvalidNotification, o.Amount)
+	}
+	return nil
+}
+
+// Observation is a paid notification as the ledger takes it.
+func (n Notification) Observation() Observation {
+	return Observation{Provider: ProviderAlipay, TradeNo: n.TradeNo, OutTradeNo: n.OutTradeNo,
+		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID}
+}
+
+// Observation is a trade a query found paid, as the ledger takes it.
+func (t Trade) Observation() Observation {
+	return Observation{Provider: t.Provider, TradeNo: t.TradeNo, OutTradeNo: t.OutTradeNo,
+		Amount: t.Amount, PaidAt: t.PaidAt, Ref: QueryRef(t.TradeNo)}
+}
