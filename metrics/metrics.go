@@ -12,7 +12,10 @@
 package metrics
 
 import (
+	"database/sql"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metrics is every metric of one instance, registered on one registry.
@@ -58,4 +61,16 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.newRecon()
 	m.newJob()
 	return m
+}
+
+// NewRegistry is a registry with the Go runtime's, the process's and db's
+// pool collectors; New adds paynotify's own.
+func NewRegistry(db *sql.DB) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewDBStatsCollector(db, "paynotify"),
+	)
+	return reg
 }
