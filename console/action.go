@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"paynotify/dao"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -288,7 +287,7 @@ type reconQueueData struct {
 	Outcome  model.ReconOutcome
 	Outcomes []model.ReconOutcome
 	Open     bool
-	Rows     []dao.ReconRow
+	Rows     []model.ReconRow
 	Count    int64
 	Page     int
 	HasNext  bool

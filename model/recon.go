@@ -188,3 +188,11 @@ var ErrNotUnmatched = errors.New("payment is not an unmatched payment awaiting r
 // RefundUnmatchedReason is the reason an UNMATCHED payment's refund
 // carries.
 const RefundUnmatchedReason = "UNMATCHED"
+
+// ReconRow is a reconciliation item with the bill date of its run and
+// when the item was first found.
+type ReconRow struct {
+	ReconItem
+	BillDate   string
+	CreateTime time.Time
+}

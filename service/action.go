@@ -185,7 +185,7 @@ func (r *BillReconciler) ResolveItemAs(ctx context.Context, act model.Act, id in
 // transaction, first. An item resolved already is model.ErrNotActionable,
 // or — firstStands — the item as the first resolution left it, with
 // nothing recorded.
-func (r *BillReconciler) resolveItem(ctx context.Context, row dao.ReconRow, act model.Act, by, after string, firstStands bool) (model.ReconItem, error) {
+func (r *BillReconciler) resolveItem(ctx context.Context, row model.ReconRow, act model.Act, by, after string, firstStands bool) (model.ReconItem, error) {
 	// The order the item is about, if any, so its timeline shows the action.
 	var orderID *int64
 	if row.TradeNo != "" {

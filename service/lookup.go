@@ -66,6 +66,6 @@ func (l *Lookup) Refund(ctx context.Context, outRequestNo string) (RefundRow, er
 }
 
 // ReconItem reads one reconciliation item with its bill date.
-func (l *Lookup) ReconItem(ctx context.Context, id int64) (dao.ReconRow, error) {
+func (l *Lookup) ReconItem(ctx context.Context, id int64) (model.ReconRow, error) {
 	return l.store.ReconItem(ctx, id)
 }

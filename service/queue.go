@@ -114,7 +114,7 @@ func withOrderSNs[T, R any](ctx context.Context, store *dao.Store, rows []T, ord
 // ReconQueue lists one page (from 0) of reconciliation items, newest bill
 // date first: of one outcome if set, only those needing an operator if
 // open; and counts them all.
-func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, open bool, page int) ([]dao.ReconRow, int64, error) {
+func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, open bool, page int) ([]model.ReconRow, int64, error) {
 	if outcome != "" && !outcome.Valid() {
 		return nil, 0, fmt.Errorf("%w: outcome %q", model.ErrInvalidRequest, outcome)
 	}

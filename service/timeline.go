@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"paynotify/dao"
 	"paynotify/model"
 )
 
@@ -26,7 +25,7 @@ type Timeline struct {
 	Audit         []model.Audit
 	// Recon is what reconciliation found about the order's payments and
 	// refunds.
-	Recon []dao.ReconRow
+	Recon []model.ReconRow
 	// Refundable is what an operator may still refund of the applied
 	// payment (zero when nothing is), by the admin API's rule.
 	Refundable decimal.Decimal
