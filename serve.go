@@ -40,6 +40,7 @@ func serve(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
+	warnAuditGrants(ctx, log, store)
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
 }
 
@@ -78,7 +79,23 @@ func migrate(ctx context.Context, env environment) error {
 		return err
 	}
 	log.Info("migrations applied", "db_driver", cfg.DBDriver)
+	warnAuditGrants(ctx, log, store)
 	return nil
+}
+
+// auditGrants is what serve's database user needs, and all it should hold.
+const auditGrants = "GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.* TO <serve's user> (docs/production.md)"
+
+// warnAuditGrants says so when the store's user could TRUNCATE admin_audit
+// (it holds DROP): migrate's user needs DROP, serve's must not have it.
+func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
+	can, err := store.CanTruncateAudit(ctx)
+	switch {
+	case err != nil:
+		log.Warn("could not read this database user's grants; serve's user needs only "+auditGrants, "err", err)
+	case can:
+		log.Warn("this database user holds DROP and could TRUNCATE admin_audit: if serve runs as this user, give it only " + auditGrants)
+	}
 }
 
 // newLogger logs JSON for machines (serve) or text for people (dev).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"paynotify/model"
 	"paynotify/service"
@@ -220,6 +221,9 @@ func (c *Console) orderRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	case a.Note == "":
 		c.refundForm(w, r, http.StatusUnprocessableEntity, t, amount, a.Note, "Say why in the note: it is the refund's reason.")
+		return
+	case utf8.RuneCountInString(a.Note) > model.MaxRefundReason:
+		c.refundForm(w, r, http.StatusUnprocessableEntity, t, amount, a.Note, "The note is the refund's reason: at most "+strconv.Itoa(model.MaxRefundReason)+" characters.")
 		return
 	case amt.GreaterThan(t.Refundable) && r.PostFormValue("confirm") != "yes":
 		// A confirmed form goes to the service, which knows a second post

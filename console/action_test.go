@@ -224,6 +224,11 @@ func TestRefundOrder(t *testing.T) {
 			{"csrf": {csrf}, "key": {key}, "amount": {"-1"}, "note": {"x"}},
 			{"csrf": {csrf}, "key": {key}, "amount": {"1.005"}, "note": {"x"}},
 			{"csrf": {csrf}, "key": {key}, "amount": {"10.00"}, "note": {" "}},
+			{"csrf": {csrf}, "key": {key}, "amount": {"1e1"}, "note": {"x"}},
+			{"csrf": {csrf}, "key": {key}, "amount": {"0001.00"}, "note": {"x"}},
+			// The note is the refund's reason, and its column holds 200.
+			{"csrf": {csrf}, "key": {key}, "amount": {"10.00"}, "note": {strings.Repeat("n", 250)}},
+			{"csrf": {csrf}, "key": {key}, "amount": {"10.00"}, "note": {strings.Repeat("n", 201)}, "confirm": {"yes"}},
 		} {
 			if r := c.post(t, path, bad); r.status != http.StatusUnprocessableEntity {
 				t.Errorf("refund %v: %d, want 422", bad, r.status)

@@ -33,12 +33,44 @@ func TestAuditAppendOnly(t *testing.T) {
 		if _, err := db.ExecContext(ctx, "DELETE FROM admin_audit"); err == nil {
 			t.Error("DELETE FROM admin_audit succeeded: it must be append-only")
 		}
+		// TRUNCATE fires no trigger on MariaDB; INSERT OR REPLACE deletes
+		// the row it replaces on SQLite. Both through the service's own
+		// connections.
+		if store.Driver() == dao.DriverMySQL {
+			if _, err := db.ExecContext(ctx, "TRUNCATE TABLE admin_audit"); err == nil {
+				t.Error("TRUNCATE TABLE admin_audit succeeded: it must be append-only")
+			}
+		} else {
+			for _, q := range []string{
+				"INSERT OR REPLACE INTO admin_audit (id, action_key, operator, action, note) SELECT id, 'k-replaced', operator, action, 'rewritten' FROM admin_audit",
+				"INSERT OR REPLACE INTO admin_audit (action_key, operator, action, note) VALUES ('k-0123456789abcdef', 'mallory', 'refund.retry', 'rewritten')",
+				"REPLACE INTO admin_audit (action_key, operator, action, note) VALUES ('k-0123456789abcdef', 'mallory', 'refund.retry', 'rewritten')",
+			} {
+				if _, err := db.ExecContext(ctx, q); err == nil {
+					t.Errorf("%s succeeded: it must be append-only", q)
+				}
+			}
+		}
 		rows, err := store.AuditByOrder(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) != 1 || rows[0].Note != "退款重试" || rows[0].Before != "REFUND_FAILED" || rows[0].After != "REFUNDING" {
 			t.Fatalf("audit rows: %+v", rows)
+		}
+	})
+}
+
+// TestCanTruncateAudit: the tests' database user is root, which holds DROP
+// everywhere; one granted only what serve needs does not.
+func TestCanTruncateAudit(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		can, err := store.CanTruncateAudit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := store.Driver() == dao.DriverMySQL; can != want {
+			t.Fatalf("CanTruncateAudit = %v, want %v", can, want)
 		}
 	})
 }

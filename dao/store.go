@@ -195,11 +195,13 @@ func mysqlDSN(dsn string, ioTimeout time.Duration) (string, error) {
 	return c.FormatDSN(), nil
 }
 
-// SQLiteDSN turns a file path into a DSN: WAL, a busy timeout, and write
+// SQLiteDSN turns a file path into a DSN: WAL, a busy timeout, write
 // transactions that take the write lock at BEGIN (so two never deadlock
-// upgrading a read lock).
+// upgrading a read lock), and recursive triggers — without them the rows
+// INSERT OR REPLACE deletes fire no delete trigger, and admin_audit's
+// would not stop a rewrite.
 func SQLiteDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	return "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=recursive_triggers(1)&_txlock=immediate"
 }
 
 // Trace makes the store tell fn every statement it runs — its SQL with

@@ -117,7 +117,7 @@ type Server struct {
 	copies   int
 	inflight int
 	seq      int
-	bills    map[string]billFile // by token
+	bill     billState
 }
 
 // New checks cfg and returns a fake with no trades.
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, aead: aead, client: cfg.HTTPClient, now: cfg.Now, resends: cfg.Resends,
 		byOut: make(map[string]*Trade), byPrepay: make(map[string]*Trade), refunds: make(map[string]*Refund),
-		calls: make(map[string]int), faults: make(map[string][]*fault), bills: make(map[string]billFile),
+		calls: make(map[string]int), faults: make(map[string][]*fault),
 	}
 	if cfg.PrivateKey != "" {
 		key, err := wechatpay.ParsePrivateKey(cfg.PrivateKey)

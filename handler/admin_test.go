@@ -378,7 +378,24 @@ func TestAdminRefundsList(t *testing.T) {
 				t.Fatalf("replayed key answered\n%s\nfirst answer\n%s", a, answers[0])
 			}
 		}
-		status, _, body := c.post(t, refundsPath(sn), admin, "rma-2", `{"amount":"30.00"}`)
+		// What the OpenAPI pattern refuses, the one parser refuses, and a
+		// body that says a member twice is no request: nothing is refunded.
+		for i, bad := range []string{
+			`{"amount":"1e1"}`, `{"amount":"+1.00"}`, `{"amount":"0001.00"}`, `{"amount":"1e-2"}`, `{"amount":" 1.00"}`,
+			`{"amount":"1.001"}`, `{"amount":"-1.00"}`, `{"amount":"0x10"}`,
+			`{"amount":"0.01","amount":"30.00"}`, `{"amount":"30.00","Amount":"0.01"}`,
+			`{"amount":"1.00","reason":"` + strings.Repeat("退", model.MaxRefundReason+1) + `"}`,
+		} {
+			status, _, body := c.post(t, refundsPath(sn), admin, fmt.Sprintf("rma-bad-%d", i), bad)
+			if status != http.StatusBadRequest || codeOf(t, body) != "invalid_request" {
+				t.Errorf("%s: %d %s, want 400 invalid_request", bad, status, body)
+			}
+		}
+		status, _, body := c.post(t, refundsPath(sn), admin, "rma-r", `{"amount":"0.50","reason":"`+strings.Repeat("退", model.MaxRefundReason)+`"}`)
+		if status != http.StatusAccepted {
+			t.Fatalf("a reason as long as the column: %d %s", status, body)
+		}
+		status, _, body = c.post(t, refundsPath(sn), admin, "rma-2", `{"amount":"29.50"}`)
 		if status != http.StatusAccepted {
 			t.Fatalf("second refund: %d %s, want 202", status, body)
 		}
@@ -396,7 +413,7 @@ func TestAdminRefundsList(t *testing.T) {
 			}
 			got = append(got, f.Amount)
 		}
-		if diff := cmp.Diff([]string{"20.00", "30.00"}, got); diff != "" || list.OrderSN != sn {
+		if diff := cmp.Diff([]string{"20.00", "0.50", "29.50"}, got); diff != "" || list.OrderSN != sn {
 			t.Fatalf("refunds of %s, amounts -want +got:\n%s", list.OrderSN, diff)
 		}
 		// Each refund in admin_audit once, however often its key was sent;
@@ -407,8 +424,8 @@ func TestAdminRefundsList(t *testing.T) {
 				t.Errorf("refund %s audited as %+v, want its order and the reason as the note", f.OutRequestNo, a[0])
 			}
 		}
-		if all, err := store.AuditPage(t.Context(), model.OperatorAdminAPI, 0, 10); err != nil || len(all) != 2 {
-			t.Fatalf("admin-api actions %+v %v, want the two refunds", all, err)
+		if all, err := store.AuditPage(t.Context(), model.OperatorAdminAPI, 0, 10); err != nil || len(all) != 3 {
+			t.Fatalf("admin-api actions %+v %v, want the three refunds", all, err)
 		}
 
 		for _, tc := range []struct{ name, method string }{{"GetUnknownOrder", http.MethodGet}, {"PostUnknownOrder", http.MethodPost}} {

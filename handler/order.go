@@ -2,8 +2,6 @@ package handler
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -90,17 +88,4 @@ func orderSN(c *gin.Context) (string, bool) {
 		return "", false
 	}
 	return sn, true
-}
-
-// decodeJSON reads a bounded JSON body with no unknown fields.
-func decodeJSON(c *gin.Context, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxOrderBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: body: %v", model.ErrInvalidRequest, err)
-	}
-	if dec.Decode(&struct{}{}) != io.EOF {
-		return fmt.Errorf("%w: body: one JSON object expected", model.ErrInvalidRequest)
-	}
-	return nil
 }

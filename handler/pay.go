@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/shopspring/decimal"
 
 	"paynotify/model"
 	"paynotify/service"
@@ -85,13 +84,9 @@ func (a *Admin) Refund(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	if len(req.Reason) > 200 {
-		apiError(c, fmt.Errorf("%w: reason: at most 200 bytes", model.ErrInvalidRequest))
-		return
-	}
-	amount, err := decimal.NewFromString(req.Amount)
+	amount, err := model.ParseAmount(req.Amount)
 	if err != nil {
-		apiError(c, fmt.Errorf("%w: amount %q", model.ErrInvalidRequest, req.Amount))
+		apiError(c, fmt.Errorf("%w: amount: %v", model.ErrInvalidRequest, err))
 		return
 	}
 	f, err := a.refunds.Request(c.Request.Context(), sn, c.GetHeader("Idempotency-Key"), amount, req.Reason)

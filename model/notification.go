@@ -29,12 +29,18 @@ var Beijing = time.FixedZone("CST", 8*60*60)
 // alipayTime is the layout of gmt_payment, notify_time and friends.
 const alipayTime = "2006-01-02 15:04:05"
 
-// isAmount: 1 to 16 digits, then at most 2 decimals after a dot (fits
-// DECIMAL(18,2)); ParseAmount refuses zero.
+// isAmount: 1 to 16 digits without a leading zero (but "0.50"), then at
+// most 2 decimals after a dot (fits DECIMAL(18,2)): the OpenAPI document's
+// '^(0|[1-9][0-9]*)(\.[0-9]{1,2})?$'. No sign, no exponent. ParseAmount
+// refuses zero.
 func isAmount(s string) bool {
 	whole, frac, dot := strings.Cut(s, ".")
-	return digits(whole, 16) && (!dot || digits(frac, 2))
+	return digits(whole, 16) && (whole == "0" || whole[0] != '0') && (!dot || digits(frac, 2))
 }
+
+// MaxRefundReason is the longest reason a refund may carry, in characters:
+// its column is VARCHAR(200).
+const MaxRefundReason = 200
 
 // maxNotifyIDLen is notify_id's documented length, String(128); the column
 // holds as much.

@@ -11,7 +11,7 @@ import (
 // what these did.
 var (
 	idRegexp       = regexp.MustCompile(`^[\x21-\x25\x27-\x3c\x3e-\x7e]+$`)
-	amountRegexp   = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
+	amountRegexp   = regexp.MustCompile(`^(0|[1-9][0-9]{0,15})(\.[0-9]{1,2})?$`) // the OpenAPI pattern, at most 16 digits
 	notifyIDRegexp = regexp.MustCompile(`^[\x21-\x7e]+$`)
 )
 

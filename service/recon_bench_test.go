@@ -16,6 +16,7 @@ import (
 	"paynotify/alipay/bill"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/internal/procstat"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -56,7 +57,7 @@ func BenchmarkReconcileBigDay(b *testing.B) {
 	lines = nil
 	runtime.GC()
 	debug.FreeOSMemory()
-	resetPeakRSS(b)
+	procstat.ResetPeakRSS(b)
 
 	rec := service.NewBillReconciler(store, fileBills(path), service.NewPayments(store), quietLog)
 	rec.SetClock(func() time.Time { return day.AddDate(0, 0, 1).Add(9*time.Hour + 30*time.Minute) })
@@ -74,7 +75,7 @@ func BenchmarkReconcileBigDay(b *testing.B) {
 	if run.State != model.ReconDone || run.Unresolved != 0 || run.Bill.Payments+run.Bill.Refunds != rows {
 		b.Fatalf("run %+v", run)
 	}
-	peak := peakRSS(b)
+	peak := procstat.PeakRSS(b)
 	b.ReportMetric(took.Seconds(), "s/run")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(rows)/took.Seconds(), "lines/s")
@@ -210,29 +211,3 @@ type fileBill struct {
 
 func (b fileBill) BillTotals() model.BillTotals { return b.File.Totals }
 func (b fileBill) Close() error                 { return b.f.Close() }
-
-// resetPeakRSS resets the kernel's peak RSS of this process (VmHWM).
-func resetPeakRSS(tb testing.TB) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		tb.Logf("cannot reset the peak RSS (%v): it includes seeding", err)
-	}
-}
-
-// peakRSS is the process's peak RSS (VmHWM) in bytes.
-func peakRSS(tb testing.TB) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatal("no VmHWM in /proc/self/status")
-	return 0
-}

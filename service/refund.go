@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
@@ -304,6 +305,9 @@ func (r *Refunds) request(ctx context.Context, sn, key string, amount decimal.De
 	}
 	if !amount.IsPositive() || amount.Exponent() < -2 {
 		return model.Refund{}, fmt.Errorf("%w: amount must be positive with at most 2 decimals", model.ErrInvalidRequest)
+	}
+	if utf8.RuneCountInString(reason) > model.MaxRefundReason {
+		return model.Refund{}, fmt.Errorf("%w: reason: at most %d characters", model.ErrInvalidRequest, model.MaxRefundReason)
 	}
 	var out model.Refund
 	err := r.store.UpdateOrder(ctx, dao.OrderSN(sn), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, order model.Order) error {

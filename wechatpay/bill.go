@@ -3,13 +3,12 @@ package wechatpay
 import (
 	"context"
 	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -17,18 +16,32 @@ import (
 	"github.com/wechatpay-apiv3/wechatpay-go/core/auth/validators"
 
 	"paynotify/model"
+	"paynotify/wechatpay/bill"
+)
+
+// Limits of a bill download. WeChat Pay's download_url expires 5 minutes
+// after the query, so the download starts at once; a big merchant's day
+// is tens of megabytes gzipped.
+const (
+	// MaxBillBytes bounds the gzip downloaded (bill.MaxBillBytes bounds
+	// what it decompresses to).
+	MaxBillBytes = 1 << 30
+	// BillDownloadTimeout bounds the whole download.
+	BillDownloadTimeout = 5 * time.Minute
+	// billMonths is how far back WeChat Pay keeps bills.
+	billMonths = 3
 )
 
 // Bill errors.
 var (
 	// ErrNoBill: WeChat Pay (signed) has no bill for the day: no trade
 	// was made (NO_STATEMENT_EXIST).
-	ErrNoBill = fmt.Errorf("%w: no trade bill for the day", model.ErrGatewayRefused)
+	ErrNoBill = fmt.Errorf("%w: no WeChat Pay trade bill for the day (NO_STATEMENT_EXIST)", model.ErrNoBill)
 	// ErrBillNotReady: the day's bill is still being made
-	// (STATEMENT_CREATING; WeChat Pay has it after 10:00 the next day).
+	// (STATEMENT_CREATING; WeChat Pay has it from 10:00 the next day).
 	ErrBillNotReady = fmt.Errorf("%w: the trade bill is not ready yet", model.ErrGatewayUnknown)
-	// ErrBillHash: the downloaded bill is not what hash_value says.
-	ErrBillHash = fmt.Errorf("%w: the trade bill's SHA1 does not match hash_value", model.ErrGatewayUnknown)
+	// ErrBillTooOld: WeChat Pay keeps bills for three months.
+	ErrBillTooOld = fmt.Errorf("%w: WeChat Pay keeps trade bills for %d months", model.ErrGatewayRefused, billMonths)
 )
 
 // BillLink is where a day's trade bill is, and what it must hash to
@@ -36,17 +49,67 @@ var (
 type BillLink struct {
 	// Day is the bill's day, in Beijing time.
 	Day time.Time
-	// DownloadURL is valid for 30 s, signed request only.
+	// DownloadURL is valid for 5 minutes, signed request only.
 	DownloadURL string
-	// HashType is SHA1; HashValue is the bill's, in hex.
+	// HashType is SHA1; HashValue is the decompressed bill's, in hex.
 	HashType, HashValue string
 }
 
-// TradeBill asks where the day's trade bill (bill_type ALL) is. The SDK
-// has no call for it: the request goes through its signing client.
-func (c *Client) TradeBill(ctx context.Context, day time.Time) (BillLink, error) {
+// Bill is a downloaded trade bill, checked against the hash WeChat Pay
+// vouched for and against its own summary: what Entries hands out is whole
+// and consistent. Close releases its file.
+type Bill struct {
+	*bill.File
+	f *os.File
+}
+
+// BillTotals are what the bill's rows add up to.
+func (b *Bill) BillTotals() model.BillTotals { return b.File.Totals }
+
+// Close releases the bill's file.
+func (b *Bill) Close() error { return b.f.Close() }
+
+// TradeBill fetches the trade bill of a Beijing day: it asks where the
+// bill is (BillLink), downloads the gzip at once into a temporary file and
+// opens it, which reads it once to check its SHA1 and its summary. A day
+// without business is ErrNoBill (model.ErrNoBill); a damaged file or one
+// that is not what the query vouched for is model.ErrBadBill; a day older
+// than three months is ErrBillTooOld.
+func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
+	l, err := c.BillLink(ctx, day)
+	if err != nil {
+		return nil, err
+	}
 	date := day.In(model.Beijing).Format(time.DateOnly)
-	q := url.Values{"bill_date": {date}, "bill_type": {"ALL"}}
+	f, err := os.CreateTemp("", "wechatpay-bill-*.csv.gz")
+	if err != nil {
+		return nil, err
+	}
+	// Unlinked at once: the open file is all that is needed, and nothing is
+	// left behind whatever happens next.
+	os.Remove(f.Name())
+	size, err := c.DownloadBill(ctx, l, f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bill of %s: %w", date, err)
+	}
+	bf, err := bill.Open(f, size, l.HashType, l.HashValue)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wechatpay bill of %s: %w", date, err)
+	}
+	return &Bill{File: bf, f: f}, nil
+}
+
+// BillLink asks where the day's trade bill (bill_type ALL, gzipped) is.
+// The SDK has no call for it: the request goes through its signing
+// client, and the answer is verified as every answer is.
+func (c *Client) BillLink(ctx context.Context, day time.Time) (BillLink, error) {
+	date := day.In(model.Beijing).Format(time.DateOnly)
+	if oldest := c.oldestBill(); day.In(model.Beijing).Before(oldest) {
+		return BillLink{}, fmt.Errorf("%w: %s is before %s", ErrBillTooOld, date, oldest.Format(time.DateOnly))
+	}
+	q := url.Values{"bill_date": {date}, "bill_type": {"ALL"}, "tar_type": {"GZIP"}}
 	res, err := c.sdk.Get(ctx, DefaultGateway+"/v3/bill/tradebill?"+q.Encode())
 	if err != nil {
 		err = c.failure("trade bill", err)
@@ -67,52 +130,53 @@ func (c *Client) TradeBill(ctx context.Context, day time.Time) (BillLink, error)
 		HashValue   string `json:"hash_value"`
 		DownloadURL string `json:"download_url"`
 	}
-	if err := json.NewDecoder(res.Response.Body).Decode(&b); err != nil {
+	if err := json.NewDecoder(io.LimitReader(res.Response.Body, 64<<10)).Decode(&b); err != nil {
 		return BillLink{}, fmt.Errorf("%w: wechatpay trade bill: %v", model.ErrGatewayUnknown, err)
 	}
-	if b.DownloadURL == "" || !strings.EqualFold(b.HashType, "SHA1") || len(b.HashValue) != 2*sha1.Size {
-		return BillLink{}, fmt.Errorf("%w: wechatpay trade bill %s: no download_url or no SHA1 hash_value", model.ErrGatewayUnknown, date)
+	if !strings.EqualFold(b.HashType, bill.HashSHA1) || len(b.HashValue) != 2*sha1.Size {
+		return BillLink{}, fmt.Errorf("%w: wechatpay trade bill %s: no SHA1 hash_value", model.ErrGatewayUnknown, date)
 	}
-	return BillLink{Day: day, DownloadURL: b.DownloadURL, HashType: "SHA1", HashValue: strings.ToLower(b.HashValue)}, nil
+	u, err := url.Parse(b.DownloadURL)
+	if err != nil || u.Host == "" || u.Path != "/v3/billdownload/file" || (u.Scheme != "https" && c.gateway.Scheme == "https") {
+		return BillLink{}, fmt.Errorf("%w: wechatpay trade bill %s: download_url is not WeChat Pay's https download", model.ErrGatewayUnknown, date)
+	}
+	return BillLink{Day: day, DownloadURL: b.DownloadURL, HashType: bill.HashSHA1, HashValue: strings.ToLower(b.HashValue)}, nil
 }
 
-// DownloadBill fetches the bill at l.DownloadURL with a signed request.
-// The answer is not signed (WeChat Pay signs no file): what vouches for
-// it is the SHA1 of the signed TradeBill answer, checked as the body is
-// read — the reader's last Read returns ErrBillHash if it differs, so a
-// caller that reads to io.EOF has a bill that matched. The caller closes
-// the reader.
-func (c *Client) DownloadBill(ctx context.Context, l BillLink) (io.ReadCloser, error) {
+// oldestBill is the first Beijing day WeChat Pay still has a bill of.
+func (c *Client) oldestBill() time.Time {
+	y, m, d := c.now().In(model.Beijing).Date()
+	return time.Date(y, m-billMonths, d, 0, 0, 0, 0, model.Beijing)
+}
+
+// DownloadBill copies the bill at l.DownloadURL into w with a signed
+// request, at most MaxBillBytes within BillDownloadTimeout, and returns
+// its size. The answer is not signed (WeChat Pay signs no file): what
+// vouches for it is l.HashValue, of the signed query, which bill.Open
+// checks. Like every call, it goes to the configured gateway, so our
+// signature is never sent to a host the answer names.
+func (c *Client) DownloadBill(ctx context.Context, l BillLink, w io.Writer) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, BillDownloadTimeout)
+	defer cancel()
 	unsigned := core.NewClientWithValidator(c.sdk, &validators.NullValidator{})
 	res, err := unsigned.Get(ctx, l.DownloadURL)
 	if err != nil {
 		var sdkErr *core.APIError
 		if errors.As(err, &sdkErr) {
-			return nil, fmt.Errorf("%w: wechatpay bill download: HTTP %d %s", model.ErrGatewayUnknown, sdkErr.StatusCode, sdkErr.Code)
+			return 0, fmt.Errorf("%w: wechatpay bill download: HTTP %d %s", model.ErrGatewayUnknown, sdkErr.StatusCode, sdkErr.Code)
 		}
-		return nil, fmt.Errorf("%w: wechatpay bill download: %v", model.ErrGatewayUnknown, err)
+		return 0, fmt.Errorf("%w: wechatpay bill download: %v", model.ErrGatewayUnknown, err)
 	}
-	return &hashed{body: res.Response.Body, h: sha1.New(), want: l.HashValue}, nil
-}
-
-// hashed checks a body's SHA1 at its end.
-type hashed struct {
-	body io.ReadCloser
-	h    hash.Hash
-	want string
-}
-
-// Read implements io.Reader.
-func (r *hashed) Read(p []byte) (int, error) {
-	n, err := r.body.Read(p)
-	r.h.Write(p[:n])
-	if errors.Is(err, io.EOF) {
-		if got := hex.EncodeToString(r.h.Sum(nil)); got != r.want {
-			return n, fmt.Errorf("%w: got %s, want %s", ErrBillHash, got, r.want)
-		}
+	defer res.Response.Body.Close()
+	if res.Response.ContentLength > MaxBillBytes {
+		return 0, fmt.Errorf("%w: bill of %d bytes is over the %d limit", model.ErrBadBill, res.Response.ContentLength, MaxBillBytes)
 	}
-	return n, err
+	n, err := io.Copy(w, io.LimitReader(res.Response.Body, MaxBillBytes+1))
+	if err != nil {
+		return 0, fmt.Errorf("%w: wechatpay bill download: %v", model.ErrGatewayUnknown, err)
+	}
+	if n > MaxBillBytes {
+		return 0, fmt.Errorf("%w: bill over the %d-byte limit", model.ErrBadBill, MaxBillBytes)
+	}
+	return n, nil
 }
-
-// Close implements io.Closer.
-func (r *hashed) Close() error { return r.body.Close() }
