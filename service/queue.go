@@ -41,33 +41,21 @@ type EventRow struct {
 // longest unchanged first (REFUND_FAILED: those not resolved), and counts
 // them all.
 func (q *Queues) RefundQueue(ctx context.Context, state model.RefundState, page int) ([]RefundRow, model.QueueCount, error) {
-	count, err := q.store.RefundQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	refunds, err := q.store.RefundPage(ctx, state, page*QueuePage, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, q.store, refunds, func(f model.Refund) int64 { return f.OrderID },
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.RefundQueue(ctx, state) },
+		func() ([]model.Refund, error) { return q.store.RefundPage(ctx, state, page*QueuePage, QueuePage) },
+		func(f model.Refund) int64 { return f.OrderID },
 		func(f model.Refund, sn string) RefundRow { return RefundRow{Refund: f, OrderSN: sn} })
-	return out, count, err
 }
 
 // OutboxQueue lists the outbox rows in a state after a sequence number,
 // oldest first, one page, and counts them all.
 func (q *Queues) OutboxQueue(ctx context.Context, state model.OutboxState, after int64) ([]EventRow, model.QueueCount, error) {
-	count, err := q.store.OutboxQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	rows, err := q.store.OutboxPage(ctx, state, after, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, q.store, rows, func(r model.OutboxRow) int64 { return r.Event.AggregateID },
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.OutboxQueue(ctx, state) },
+		func() ([]model.OutboxRow, error) { return q.store.OutboxPage(ctx, state, after, QueuePage) },
+		func(r model.OutboxRow) int64 { return r.Event.AggregateID },
 		func(r model.OutboxRow, sn string) EventRow { return EventRow{OutboxRow: r, OrderSN: sn} })
-	return out, count, err
 }
 
 // PaymentRow is a payment as a queue lists it, with its order's number
@@ -80,17 +68,27 @@ type PaymentRow struct {
 // PaymentQueue lists one page (from 0) of the payments in a state, oldest
 // first, and counts them all.
 func (q *Queues) PaymentQueue(ctx context.Context, state model.PaymentState, page int) ([]PaymentRow, model.QueueCount, error) {
-	count, err := q.store.PaymentQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	pays, err := q.store.PaymentPage(ctx, state, page*QueuePage, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, q.store, pays, func(p model.Payment) int64 { return p.OrderID },
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.PaymentQueue(ctx, state) },
+		func() ([]model.Payment, error) { return q.store.PaymentPage(ctx, state, page*QueuePage, QueuePage) },
+		func(p model.Payment) int64 { return p.OrderID },
 		func(p model.Payment, sn string) PaymentRow { return PaymentRow{Payment: p, OrderSN: sn} })
-	return out, count, err
+}
+
+// queuePage counts a queue, reads one page of its rows and pairs each
+// with its order's number.
+func queuePage[T, R any](ctx context.Context, store *dao.Store, count func() (model.QueueCount, error), page func() ([]T, error),
+	orderID func(T) int64, pair func(T, string) R) ([]R, model.QueueCount, error) {
+	n, err := count()
+	if err != nil {
+		return nil, n, err
+	}
+	rows, err := page()
+	if err != nil {
+		return nil, n, err
+	}
+	out, err := withOrderSNs(ctx, store, rows, orderID, pair)
+	return out, n, err
 }
 
 // withOrderSNs pairs each of a queue's rows with the number of the order
