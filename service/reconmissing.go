@@ -14,58 +14,70 @@ import (
 // in one line.
 func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	r := m.r
-	page := max(r.Batch, 1)
+	err := missingSide(ctx, m,
+		func(after string, limit int) ([]model.Payment, error) {
+			return r.store.UnseenPayments(ctx, r.Provider, from, to, after, limit)
+		},
+		func(p model.Payment) string { return p.TradeNo },
+		func(p model.Payment) {
+			r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
+		},
+		func(p model.Payment) model.ReconItem {
+			return model.ReconItem{Outcome: model.ReconMissingAtAlipay, Ref: p.TradeNo, TradeNo: p.TradeNo,
+				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
+				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"}
+		},
+		"payments in our ledger missing from Alipay's bill, in all")
+	if err != nil {
+		return err
+	}
+	return missingSide(ctx, m,
+		func(after string, limit int) ([]model.Refund, error) {
+			return r.store.UnseenRefunds(ctx, r.Provider, from, to, after, limit)
+		},
+		func(f model.Refund) string { return f.OutRequestNo },
+		func(f model.Refund) {
+			r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
+		},
+		func(f model.Refund) model.ReconItem {
+			return model.ReconItem{Outcome: model.ReconRefundMissingAtAlipay, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
+				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
+				Detail: "we hold this refund as REFUNDED; Alipay's bill has no such refund"}
+		},
+		"refunds we hold as REFUNDED missing from Alipay's bill, in all")
+}
+
+// missingSide records one side of missing: it reads the rows a page
+// (Batch) at a time after the last one's key, and records an item of each.
+// The first maxMissingLogs rows are logged one by one (logRow), the rest
+// counted in one line (summary).
+func missingSide[T any](ctx context.Context, m *matcher, page func(after string, limit int) ([]T, error), key func(T) string,
+	logRow func(T), item func(T) model.ReconItem, summary string) error {
+	r := m.r
+	limit := max(r.Batch, 1)
 	n := 0
 	for after := ""; ; {
-		pays, err := r.store.UnseenPayments(ctx, r.Provider, from, to, after, page)
+		rows, err := page(after, limit)
 		if err != nil {
 			return err
 		}
-		items := make([]model.ReconItem, 0, len(pays))
-		for _, p := range pays {
+		items := make([]model.ReconItem, 0, len(rows))
+		for _, row := range rows {
 			if n++; n <= maxMissingLogs {
-				r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
+				logRow(row)
 			}
-			items = append(items, model.ReconItem{Outcome: model.ReconMissingAtAlipay, Ref: p.TradeNo, TradeNo: p.TradeNo,
-				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
-				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"})
+			items = append(items, item(row))
 		}
 		if err := m.save(ctx, items); err != nil {
 			return err
 		}
-		if len(pays) < page {
+		if len(rows) < limit {
 			break
 		}
-		after = pays[len(pays)-1].TradeNo
+		after = key(rows[len(rows)-1])
 	}
 	if n > maxMissingLogs {
-		r.log.Warn("payments in our ledger missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
-	}
-	n = 0
-	for after := ""; ; {
-		refunds, err := r.store.UnseenRefunds(ctx, r.Provider, from, to, after, page)
-		if err != nil {
-			return err
-		}
-		items := make([]model.ReconItem, 0, len(refunds))
-		for _, f := range refunds {
-			if n++; n <= maxMissingLogs {
-				r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
-			}
-			items = append(items, model.ReconItem{Outcome: model.ReconRefundMissingAtAlipay, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
-				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
-				Detail: "we hold this refund as REFUNDED; Alipay's bill has no such refund"})
-		}
-		if err := m.save(ctx, items); err != nil {
-			return err
-		}
-		if len(refunds) < page {
-			break
-		}
-		after = refunds[len(refunds)-1].OutRequestNo
-	}
-	if n > maxMissingLogs {
-		r.log.Warn("refunds we hold as REFUNDED missing from Alipay's bill, in all", "bill_date", m.date, "count", n)
+		r.log.Warn(summary, "bill_date", m.date, "count", n)
 	}
 	return nil
 }
