@@ -256,33 +256,12 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 	c.done(w, r, err, back(r, Prefix+"/queues/outbox"), "requeued")
 }
 
-type paymentQueueData struct {
-	page
-	State   model.PaymentState
-	States  []model.PaymentState
-	Rows    []service.PaymentRow
-	Count   model.QueueCount
-	Page    int
-	HasNext bool
-}
-
 // paymentQueue lists payments owed back (REFUND_PENDING) or on their way
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
-	states := []model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed}
-	state, ok := queueState(r, states)
-	if !ok {
-		c.status(w, r, http.StatusBadRequest, "Unknown payment state.")
-		return
-	}
-	pageNo := pageParam(r, "page")
-	rows, count, err := c.d.Queues.PaymentQueue(r.Context(), state, pageNo)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "payments", paymentQueueData{page: c.page(r, "Payments "+string(state)), State: state, States: states,
-		Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
+	serveQueue(c, w, r, "payments", "Payments", "payment",
+		[]model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed},
+		numbered(r, c.d.Queues.PaymentQueue))
 }
 
 type reconQueueData struct {
