@@ -194,7 +194,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, owner string, attemp
 	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		res := tx.db.WithContext(ctx).Table(runTable).Where("id = ? AND owner = ? AND state = ?", runID, owner, model.ReconRunning).
 			Updates(map[string]any{
-				"state": r.State, "error": clip500(r.Error), "finished_at": now, "lease_until": now, "update_time": now,
+				"state": r.State, "error": model.Truncate(r.Error, 500), "finished_at": now, "lease_until": now, "update_time": now,
 				"bill_payments": r.Bill.Payments, "bill_payment_amount": r.Bill.PaymentReceived.StringFixed(2),
 				"bill_refunds": r.Bill.Refunds, "bill_refund_amount": r.Bill.RefundReceived.StringFixed(2),
 				"bill_fees":       r.Bill.Fees.StringFixed(2),
@@ -208,7 +208,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, owner string, attemp
 			return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
 		}
 		if err := tx.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND attempt_no = ?", runID, attemptNo).
-			Updates(map[string]any{"state": r.State, "error": clip500(r.Error), "items": r.Items, "repaired": r.Repaired, "finished_at": now}).Error; err != nil {
+			Updates(map[string]any{"state": r.State, "error": model.Truncate(r.Error, 500), "items": r.Items, "repaired": r.Repaired, "finished_at": now}).Error; err != nil {
 			return mapErr(err)
 		}
 		if r.State != model.ReconDone {
@@ -233,7 +233,7 @@ func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
 		recs[i] = itemRecord{
 			RunID: it.RunID, AttemptNo: it.AttemptNo, Outcome: string(it.Outcome), Ref: it.Ref, TradeNo: it.TradeNo,
 			OutTradeNo: it.OutTradeNo, OutRequestNo: it.OutRequestNo, BillAmount: it.BillAmount, LedgerAmount: it.LedgerAmount,
-			Detail: clip500(it.Detail), ResolvedAt: it.ResolvedAt, ResolvedBy: it.ResolvedBy, Note: it.Note,
+			Detail: model.Truncate(it.Detail, 500), ResolvedAt: it.ResolvedAt, ResolvedBy: it.ResolvedBy, Note: it.Note,
 			CreateTime: now, UpdateTime: now,
 		}
 	}

@@ -18,7 +18,7 @@ func (tx *OrderTx) SettleFailedRefund(ctx context.Context, outRequestNo, note st
 	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND order_id = ? AND state = ?", outRequestNo, tx.order.ID, model.RefundFailed).
-		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": now})
+		Updates(map[string]any{"state": model.RefundRefunded, "last_error": model.Truncate(note, 500), "update_time": now})
 	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunded, reconResolver, note, now)
 }
 
@@ -28,7 +28,7 @@ func (tx *OrderlessTx) SettleFailedRefund(ctx context.Context, outRequestNo, not
 	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND trade_no = ? AND order_id IS NULL AND state = ?", outRequestNo, tx.pay.TradeNo, model.RefundFailed).
-		Updates(map[string]any{"state": model.RefundRefunded, "last_error": clip500(note), "update_time": now})
+		Updates(map[string]any{"state": model.RefundRefunded, "last_error": model.Truncate(note, 500), "update_time": now})
 	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunded, reconResolver, note, now)
 }
 

@@ -43,11 +43,11 @@ func BillRef(date string) string { return "recon-" + date }
 func (o Observation) Check() error {
 	switch {
 	case o.Provider.PayType() == PayTypeNone:
-		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, clip(string(o.Provider)))
+		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, Clip(string(o.Provider)))
 	case !ValidID(o.OutTradeNo) || len(o.OutTradeNo) > maxOutTradeNoLen:
-		return fmt.Errorf("%w: out_trade_no %q", ErrInvalidNotification, clip(o.OutTradeNo))
+		return fmt.Errorf("%w: out_trade_no %q", ErrInvalidNotification, Clip(o.OutTradeNo))
 	case !ValidID(o.TradeNo):
-		return fmt.Errorf("%w: trade_no %q", ErrInvalidNotification, clip(o.TradeNo))
+		return fmt.Errorf("%w: trade_no %q", ErrInvalidNotification, Clip(o.TradeNo))
 	case !o.Amount.IsPositive() || !o.Amount.Equal(o.Amount.Round(2)):
 		return fmt.Errorf("%w: amount %s", ErrInvalidNotification, o.Amount)
 	}

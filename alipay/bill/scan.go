@@ -169,7 +169,7 @@ func (s *scanner) frame(text string) error {
 		}
 		s.part = header
 	case s.part == header || s.part == rows:
-		return s.fail("a # line inside the detail: %q", clip(text))
+		return s.fail("a # line inside the detail: %q", model.Clip(text))
 	case s.part == trailer:
 		return s.totals(text)
 	}
@@ -197,7 +197,7 @@ func (s *scanner) totals(text string) error {
 		return err
 	}
 	if strings.HasPrefix(text, "#交易合计") || strings.HasPrefix(text, "#退款合计") {
-		return s.fail("unreadable totals %q", clip(text))
+		return s.fail("unreadable totals %q", model.Clip(text))
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func (s *scanner) row(raw []byte) (model.BillEntry, error) {
 		if err != nil {
 			return e, err
 		}
-		return e, s.fail("%s %q is neither %s nor %s", ColKind, clip(text), kindPayment, kindRefund)
+		return e, s.fail("%s %q is neither %s nor %s", ColKind, model.Clip(text), kindPayment, kindRefund)
 	}
 	var err error
 	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true); err != nil {
@@ -314,7 +314,7 @@ func (s *scanner) row(raw []byte) (model.BillEntry, error) {
 	at := cell(ColFinished)
 	t, err := time.ParseInLocation("2006-01-02 15:04:05", string(at), model.Beijing)
 	if err != nil {
-		return e, s.fail("%s %q is not yyyy-MM-dd HH:mm:ss", ColFinished, clip(string(at)))
+		return e, s.fail("%s %q is not yyyy-MM-dd HH:mm:ss", ColFinished, model.Clip(string(at)))
 	}
 	e.FinishedAt = t.UTC()
 	return e, nil
@@ -340,11 +340,11 @@ func (s *scanner) amount(col string, b []byte, need bool) (decimal.Decimal, erro
 		return decimal.Zero, nil
 	}
 	if !isAmount(b) {
-		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, clip(string(b)))
+		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, model.Clip(string(b)))
 	}
 	d, err := decimal.NewFromString(string(b))
 	if err != nil {
-		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, clip(string(b)))
+		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, model.Clip(string(b)))
 	}
 	return d, nil
 }
@@ -431,12 +431,4 @@ func hasNonASCII(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// clip keeps messages short whatever a file holds.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
