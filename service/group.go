@@ -243,6 +243,42 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	for i := range verdicts {
 		verdicts[i].alone, verdicts[i].why = true, FallbackNotEligible
 	}
+	ctx, cancel := groupContext(group)
+	defer cancel()
+
+	trades, err := p.lookupGroup(ctx, group)
+	if err != nil {
+		for i := range verdicts {
+			verdicts[i].why = fallbackFor(err)
+		}
+		return verdicts, false
+	}
+	members := groupMembers(group, trades, verdicts)
+	if len(members) < 2 {
+		for _, m := range members {
+			verdicts[m.i].why = FallbackAlone
+		}
+		return verdicts, false
+	}
+	applied, pays, err := p.writeGroup(ctx, group, members)
+	if err != nil {
+		for _, m := range members {
+			verdicts[m.i].why = fallbackFor(err)
+		}
+		return verdicts, false
+	}
+	if len(applied) == 0 {
+		return verdicts, false
+	}
+	for k, m := range applied {
+		verdicts[m.i] = verdict{pay: pays[k], outcome: model.OutcomeApplied}
+	}
+	return verdicts, true
+}
+
+// groupContext is the group's context: its deadline is its earliest
+// member's, and no member's cancellation ends it.
+func groupContext(group []*job) (context.Context, context.CancelFunc) {
 	// The group's deadline is its earliest member's.
 	dl, _ := group[0].ctx.Deadline()
 	for _, j := range group[1:] {
@@ -254,15 +290,14 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 	if !dl.IsZero() {
 		ctx, cancel = context.WithDeadline(context.WithoutCancel(group[0].ctx), dl)
 	}
-	defer cancel()
+	return ctx, cancel
+}
 
-	trades, err := p.lookupGroup(ctx, group)
-	if err != nil {
-		for i := range verdicts {
-			verdicts[i].why = fallbackFor(err)
-		}
-		return verdicts, false
-	}
+// groupMembers are the jobs of group that may be applied together: each pays
+// an order we know, no two notices of one trade and no two trades of one
+// order. The verdicts of the others are set here (a duplicate's answer,
+// or why it runs alone).
+func groupMembers(group []*job, trades map[model.Provider]dao.Trades, verdicts []verdict) []member {
 	var (
 		members []member
 		trade   = map[ledgerKey]int{}
@@ -300,93 +335,94 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 		}
 		return true
 	})
-	if len(members) < 2 {
-		for _, m := range members {
-			verdicts[m.i].why = FallbackAlone
-		}
-		return verdicts, false
-	}
+	return members
+}
+
+// writeGroup applies members in one transaction that locks their orders
+// (in id order): what it applied, with the payments it recorded.
+func (p *Payments) writeGroup(ctx context.Context, group []*job, members []member) ([]member, []model.Payment, error) {
 	ids := make([]int64, len(members))
 	for k, m := range members {
 		ids[k] = m.orderID
 	}
-	var applied []member
-	var pays []model.Payment
-	err = p.store.UpdateOrders(ctx, ids, func(ctx context.Context, tx *dao.OrdersTx, orders []model.Order) error {
-		applied, pays = nil, nil
-		byID := make(map[int64]model.Order, len(orders))
-		for _, o := range orders {
-			byID[o.ID] = o
+	var w groupWrite
+	err := p.store.UpdateOrders(ctx, ids, func(ctx context.Context, tx *dao.OrdersTx, orders []model.Order) error {
+		var err error
+		if w, err = p.decideGroup(group, members, orders); err != nil || len(w.applied) == 0 {
+			return err
 		}
-		var (
-			paidAt   = map[model.PayType]map[int64]time.Time{}
-			attempts []string
-			sold     []int64
-			events   []model.Event
-		)
-		for _, m := range members {
-			o, ok := byID[m.orderID]
-			if !ok {
-				continue
-			}
-			n := group[m.i].n
-			pay := p.newPayment(o, n)
-			if pay.State != model.PaymentApplied {
-				continue // REFUND_PENDING is observeOne's to decide
-			}
-			ev, err := paymentEvent(model.EventOrderPaid, pay, o.OrderSN, p.now())
-			if err != nil {
-				return err
-			}
-			applied, pays = append(applied, m), append(pays, pay)
-			if paidAt[pay.Provider.PayType()] == nil {
-				paidAt[pay.Provider.PayType()] = map[int64]time.Time{}
-			}
-			paidAt[pay.Provider.PayType()][o.ID] = *pay.PaidAt
-			sold = append(sold, o.ID)
-			events = append(events, ev)
-			if m.attempt {
-				attempts = append(attempts, n.OutTradeNo)
-			}
-		}
-		if len(applied) == 0 {
-			return nil
-		}
-		inserted, err := tx.InsertPayments(ctx, pays)
+		inserted, err := tx.InsertPayments(ctx, w.pays)
 		if err != nil {
 			return err
 		}
-		if inserted != len(pays) {
-			return fmt.Errorf("%w: %d of %d trades recorded meanwhile", errRegroup, len(pays)-inserted, len(pays))
+		if inserted != len(w.pays) {
+			return fmt.Errorf("%w: %d of %d trades recorded meanwhile", errRegroup, len(w.pays)-inserted, len(w.pays))
 		}
-		if len(attempts) > 0 {
-			if err := tx.MarkAttemptsPaid(ctx, attempts); err != nil {
+		if len(w.attempts) > 0 {
+			if err := tx.MarkAttemptsPaid(ctx, w.attempts); err != nil {
 				return err
 			}
 		}
-		for payType, paidAt := range paidAt {
+		for payType, paidAt := range w.paidAt {
 			if err := tx.MarkOrdersPaid(ctx, payType, paidAt); err != nil {
 				return err
 			}
 		}
-		if err := tx.SellReservations(ctx, sold); err != nil {
+		if err := tx.SellReservations(ctx, w.sold); err != nil {
 			return err
 		}
-		return tx.InsertEvents(ctx, events...)
+		return tx.InsertEvents(ctx, w.events...)
 	})
-	if err != nil {
-		for _, m := range members {
-			verdicts[m.i].why = fallbackFor(err)
+	return w.applied, w.pays, err
+}
+
+// groupWrite is what one group transaction writes: the members it
+// applies with their payments, the orders' paid times by pay type, the
+// attempts paid, the orders whose reservations are sold, and the events.
+type groupWrite struct {
+	applied  []member
+	pays     []model.Payment
+	paidAt   map[model.PayType]map[int64]time.Time
+	attempts []string
+	sold     []int64
+	events   []model.Event
+}
+
+// decideGroup decides, over the locked orders, which members are applied
+// together: those whose payment is APPLIED (REFUND_PENDING is
+// observeOne's to decide).
+func (p *Payments) decideGroup(group []*job, members []member, orders []model.Order) (groupWrite, error) {
+	byID := make(map[int64]model.Order, len(orders))
+	for _, o := range orders {
+		byID[o.ID] = o
+	}
+	w := groupWrite{paidAt: map[model.PayType]map[int64]time.Time{}}
+	for _, m := range members {
+		o, ok := byID[m.orderID]
+		if !ok {
+			continue
 		}
-		return verdicts, false
+		n := group[m.i].n
+		pay := p.newPayment(o, n)
+		if pay.State != model.PaymentApplied {
+			continue // REFUND_PENDING is observeOne's to decide
+		}
+		ev, err := paymentEvent(model.EventOrderPaid, pay, o.OrderSN, p.now())
+		if err != nil {
+			return groupWrite{}, err
+		}
+		w.applied, w.pays = append(w.applied, m), append(w.pays, pay)
+		if w.paidAt[pay.Provider.PayType()] == nil {
+			w.paidAt[pay.Provider.PayType()] = map[int64]time.Time{}
+		}
+		w.paidAt[pay.Provider.PayType()][o.ID] = *pay.PaidAt
+		w.sold = append(w.sold, o.ID)
+		w.events = append(w.events, ev)
+		if m.attempt {
+			w.attempts = append(w.attempts, n.OutTradeNo)
+		}
 	}
-	if len(applied) == 0 {
-		return verdicts, false
-	}
-	for k, m := range applied {
-		verdicts[m.i] = verdict{pay: pays[k], outcome: model.OutcomeApplied}
-	}
-	return verdicts, true
+	return w, nil
 }
 
 // ledgerKey is a payment's key in the ledger.
