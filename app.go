@@ -20,6 +20,7 @@ import (
 	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
 // app is what listenAndServe runs.
@@ -36,6 +37,12 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// wechatpay, if set, is the WeChat Pay provider: payments through it,
+	// its jobs and POST /wechatpay/notify.
+	wechatpay *wechatpay.Provider
+	// weChatNotice, if set, checks WeChat Pay's notifications instead of
+	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	weChatNotice handler.WeChatPayVerifier
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -95,6 +102,9 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	providers := service.Providers{
 		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
 	}
+	if a.wechatpay != nil {
+		providers[model.ProviderWechatpay] = a.wechatpay
+	}
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
 	s.recon = service.NewBillReconciler(store, providers[model.ProviderAlipay], s.payments, log)
@@ -147,6 +157,13 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 	if a.verifier != nil {
 		verifier = a.verifier
 	}
+	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
+	if a.wechatpay != nil {
+		weChat = a.wechatpay
+		if a.weChatNotice != nil {
+			weChat = a.weChatNotice
+		}
+	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	var cons http.Handler
 	cdeps := console.Deps{
@@ -166,6 +183,7 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 	h := handler.New(handler.Deps{
 		Log:            log,
 		Verifier:       verifier,
+		WeChatPay:      weChat,
 		Payments:       s.payments,
 		Orders:         service.NewOrders(store),
 		Checkout:       s.checkout,

@@ -138,6 +138,11 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer fake.Close()
+	wx, stopWeChat, err := devWeChatPay(base, log)
+	if err != nil {
+		return err
+	}
+	defer stopWeChat()
 	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
 		"db", *dbPath, "app_id", devAppID, "seller_id", devSellerID, "orders", len(demo.Orders))
 
@@ -154,8 +159,9 @@ func dev(ctx context.Context, env environment) error {
 
 	// Start API Service
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
-		verifier: fakealipay.Verifier{Client: client, Fake: fake},
-		mounts:   map[string]http.Handler{devFakePrefix: fake.Handler()}})
+		verifier:  fakealipay.Verifier{Client: client, Fake: fake},
+		mounts:    map[string]http.Handler{devFakePrefix: fake.Handler()},
+		wechatpay: wx.provider, weChatNotice: wx})
 }
 
 // devListen binds addr and says the base URL it is reached at: the fake
@@ -288,6 +294,9 @@ paynotify dev is up at %[1]s
   Replay a signed Alipay notification (QA files in testdata/notify/):
     curl --data @testdata/notify/pay_demo_1001.form %[1]s/alipay/notify
 
+  Replay a WeChat Pay notification (testdata/notify/wechatpay/; sign makes its timestamp fresh):
+    go run . sign -provider wechatpay -url %[1]s/wechatpay/notify testdata/notify/wechatpay/pay_demo_1001.json | sh
+
   Place an order as demo member 1 (alice: 5000 points, coupon 1 worth 20.00; SKUs 1-3):
     TOKEN=%[3]s
     curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: demo-1" \
@@ -295,6 +304,8 @@ paynotify dev is up at %[1]s
 
   Pay it through the fake Alipay (open pay_url, press Pay):
     curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: pay-1" -d '{"method":"page"}' %[1]s/api/v1/orders/<order_sn>/pay
+  or through the fake WeChat Pay (open code_url, press Pay):
+    curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: pay-2" -d '{"provider":"wechatpay","method":"native"}' %[1]s/api/v1/orders/<order_sn>/pay
 
   Operator views:
     curl -H "Authorization: Bearer %[2]s" '%[1]s/admin/outbox?state=pending'

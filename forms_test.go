@@ -156,8 +156,9 @@ var weChatCases = []weChatCase{
 	{name: "pay_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("1001"), 10000, nil), status: 204},
 	{name: "second_trade_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("2001"), 10000, nil), status: 204},
 	{name: "underpay_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("1002"), 1, nil), status: 204},
+	// 直连商户 take CNY only; the ledger has no currency: refused, resent.
 	{name: "usd_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("3002"), 8800,
-		map[string]any{"amount": map[string]any{"total": 8800, "payer_total": 8800, "currency": "USD", "payer_currency": "USD"}}), status: 204},
+		map[string]any{"amount": map[string]any{"total": 8800, "payer_total": 8800, "currency": "USD", "payer_currency": "USD"}}), status: 400},
 	{name: "closed_demo_1003", resource: weChatPaid("DEMO-1003", devTransaction("1003"), 5990, nil), status: 204},
 	{name: "notpay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
 		map[string]any{"trade_state": "NOTPAY", "trade_state_desc": "未支付"}), status: 400},

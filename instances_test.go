@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/handler"
+	"paynotify/internal/galeratest"
 	"paynotify/internal/racetest"
 	"paynotify/model"
 )
@@ -39,7 +41,9 @@ func TestMain(m *testing.M) {
 	if err := dao.RouteDriverLog(); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	galeratest.StopShared()
+	os.Exit(code)
 }
 
 // instance is `paynotify serve` running in a process of its own.
@@ -55,11 +59,18 @@ type instance struct {
 // stops it with SIGTERM when the test ends. It may run in a goroutine of
 // the test's, so it returns its error instead of failing the test.
 func startInstance(t *testing.T, environ []string) (*instance, error) {
+	return startProcess(t, "serve", "listening", environ)
+}
+
+// startProcess runs `paynotify command` as startInstance does, and waits
+// until it logs the message ready (serve's "listening" line also sets
+// the instance's base URL).
+func startProcess(t *testing.T, command, ready string, environ []string) (*instance, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "serve")
+	cmd := exec.Command(self, command)
 	// LOG_LEVEL INFO at least: the "listening" line says where.
 	cmd.Env = append([]string{runAsMain + "=1", "HTTP_ADDR=127.0.0.1:0"}, append(environ, "LOG_LEVEL=INFO")...)
 	stderr, err := cmd.StderrPipe()
@@ -78,8 +89,11 @@ func startInstance(t *testing.T, environ []string) (*instance, error) {
 		for s.Scan() {
 			fmt.Fprintln(in.log, s.Text())
 			var line struct{ Msg, Addr string }
-			if json.Unmarshal(s.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
+			if json.Unmarshal(s.Bytes(), &line) == nil && line.Msg == ready {
+				select {
+				case addr <- line.Addr:
+				default:
+				}
 			}
 		}
 		_ = cmd.Wait()
@@ -92,20 +106,22 @@ func startInstance(t *testing.T, environ []string) (*instance, error) {
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-in.done
-			t.Errorf("serve did not stop on SIGTERM:\n%s", in.log)
+			t.Errorf("%s did not stop on SIGTERM:\n%s", command, in.log)
 		}
 		if code := cmd.ProcessState.ExitCode(); code != 0 && !t.Failed() {
-			t.Errorf("serve exited %d:\n%s", code, in.log)
+			t.Errorf("%s exited %d:\n%s", command, code, in.log)
 		}
 	})
 	select {
 	case a := <-addr:
-		in.base = "http://" + a
+		if a != "" {
+			in.base = "http://" + a
+		}
 		return in, nil
 	case <-in.done:
-		return nil, fmt.Errorf("serve exited before listening:\n%s", in.log)
+		return nil, fmt.Errorf("%s exited before it logged %q:\n%s", command, ready, in.log)
 	case <-time.After(60 * time.Second):
-		return nil, fmt.Errorf("serve not listening after 60s:\n%s", in.log)
+		return nil, fmt.Errorf("%s did not log %q in 60s:\n%s", command, ready, in.log)
 	}
 }
 
@@ -118,6 +134,13 @@ type twoInstances struct {
 	alipayKey string // signs notifications as Alipay
 	token     string // member 1's bearer token
 	client    *http.Client
+	environ   []string  // both instances', but for DB_DSN
+	dsns      [2]string // instance i's DB_DSN
+}
+
+// env is instance i's environment.
+func (ti *twoInstances) env(i int) []string {
+	return append(slices.Clone(ti.environ), "DB_DSN="+ti.dsns[i])
 }
 
 const (
@@ -129,21 +152,32 @@ const (
 func startTwoInstances(t *testing.T) *twoInstances {
 	t.Helper()
 	dsn := daotest.MySQLDatabase(t)
+	return startTwoInstancesOn(t, [2]string{dsn, dsn}, dsn)
+}
+
+// startTwoInstancesOn migrates the database once, through dsns[0], and
+// starts instance i on dsns[i] (with extra in its environment); the
+// test's own store reads and writes through storeDSN.
+func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ...string) *twoInstances {
+	t.Helper()
 	appKey, _ := newKeyPair(t)
 	alipayKey, alipayPub := newKeyPair(t)
 	secret := "instances-test-jwt-secret-0123456789abcdef"
 	environ := []string{
-		"DB_DRIVER=mysql", "DB_DSN=" + dsn, "DB_MAX_OPEN_CONNS=16",
+		"DB_DRIVER=mysql", "DB_MAX_OPEN_CONNS=16",
 		"ALIPAY_APP_ID=" + instancesAppID, "ALIPAY_SELLER_ID=" + instancesSellerID,
 		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub,
 		"API_JWT_SECRET=" + secret,
 		// Nothing in the background changes the orders under the races.
 		"ORDER_PAY_TIMEOUT=24h", "ALIPAY_JOBS_INTERVAL=1h",
 	}
-	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+	environ = append(environ, extra...)
+	ti := &twoInstances{alipayKey: alipayKey, environ: environ, dsns: dsns,
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: ti.env(0), stdout: io.Discard, stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := dao.Open(context.Background(), dao.DriverMySQL, dsn, dao.Options{})
+	store, err := dao.Open(context.Background(), dao.DriverMySQL, storeDSN, dao.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,15 +186,14 @@ func startTwoInstances(t *testing.T) *twoInstances {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ti := &twoInstances{store: store, alipayKey: alipayKey, token: token,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	ti.store, ti.token = store, token
 	// Started together: each takes a while to come up under -race.
 	var (
 		wg   sync.WaitGroup
 		errs [2]error
 	)
 	for i := range ti.inst {
-		wg.Go(func() { ti.inst[i], errs[i] = startInstance(t, environ) })
+		wg.Go(func() { ti.inst[i], errs[i] = startInstance(t, ti.env(i)) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -252,7 +285,12 @@ func together(n int, f func(i int)) {
 // what makes each of them safe is the database, not anything the
 // processes share.
 func TestNotifyRacesAcrossTwoInstances(t *testing.T) {
-	ti := startTwoInstances(t)
+	raceInstances(t, startTwoInstances(t))
+}
+
+// raceInstances runs the races of TestNotifyRacesAcrossTwoInstances on
+// ti: on one database, or on two nodes of a cluster.
+func raceInstances(t *testing.T, ti *twoInstances) {
 
 	// Hundreds of copies of one notification, half to each instance: one
 	// APPLIED payment, the order paid once, every copy answered success.

@@ -30,6 +30,8 @@ func (c *Console) actionRoutes() {
 	m.HandleFunc("POST "+Prefix+"/refunds/{no}/resolve", c.changing(c.resolve))
 	m.HandleFunc("GET "+Prefix+"/payments/{trade_no}/refund", c.signedIn(c.confirmPaymentRefund))
 	m.HandleFunc("POST "+Prefix+"/payments/{trade_no}/refund", c.changing(c.paymentRefund))
+	m.HandleFunc("GET "+Prefix+"/payments/{provider}/{trade_no}/refund", c.signedIn(c.confirmPaymentRefund))
+	m.HandleFunc("POST "+Prefix+"/payments/{provider}/{trade_no}/refund", c.changing(c.paymentRefund))
 	m.HandleFunc("GET "+Prefix+"/orders/{sn}/refund", c.signedIn(c.orderRefundForm))
 	m.HandleFunc("POST "+Prefix+"/orders/{sn}/refund", c.changing(c.orderRefund))
 }
@@ -112,11 +114,12 @@ func (c *Console) confirmRetry(w http.ResponseWriter, r *http.Request) {
 	}
 	c.confirm(w, r, confirmData{
 		Heading: "Retry refund " + f.OutRequestNo,
-		Facts: [][2]string{{"order", f.OrderSN}, {"trade_no", f.TradeNo}, {"amount", money(f.Amount)}, {"kind", string(f.Kind)},
-			{"Alipay said", f.LastError}},
-		Warning: "This asks Alipay again to pay " + money(f.Amount) + " back to the buyer, under the same out_request_no (Alipay refunds it at most once).",
-		Action:  Prefix + "/refunds/" + pathEscape(f.OutRequestNo) + "/retry",
-		Button:  "Retry the refund of " + money(f.Amount), Cancel: orderLink(f.OrderSN),
+		Facts: [][2]string{{"order", f.OrderSN}, {"provider", f.Provider.Name()}, {"trade_no", f.TradeNo}, {"amount", money(f.Amount)}, {"kind", string(f.Kind)},
+			{f.Provider.Name() + " said", f.LastError}},
+		Warning: "This asks " + f.Provider.Name() + " again to pay " + money(f.Amount) + " back to the buyer, under the same out_request_no (" +
+			f.Provider.Name() + " refunds it at most once).",
+		Action: Prefix + "/refunds/" + pathEscape(f.OutRequestNo) + "/retry",
+		Button: "Retry the refund of " + money(f.Amount), Cancel: orderLink(f.OrderSN),
 	})
 }
 
@@ -141,7 +144,7 @@ func (c *Console) refundBack(r *http.Request) string {
 
 // confirmPaymentRefund asks before a payment owed back is refunded now.
 func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
-	p, _, err := c.d.Lookup.Payment(r.Context(), r.PathValue("trade_no"))
+	p, _, err := c.d.Lookup.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -156,28 +159,28 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 	}
 	c.confirm(w, r, confirmData{
 		Heading: "Refund payment " + p.TradeNo,
-		Facts: [][2]string{{"order", order}, {"trade_no", p.TradeNo}, {"out_trade_no", p.OutTradeNo}, {"amount", money(p.Amount)},
+		Facts: [][2]string{{"order", order}, {"provider", p.Provider.Name()}, {"trade_no", p.TradeNo}, {"out_trade_no", p.OutTradeNo}, {"amount", money(p.Amount)},
 			{"why it is owed back", why}},
 		Warning: "This pays " + money(p.Amount) + " back to the buyer, in full, now rather than on the refund worker's next round.",
-		Action:  payLink(p.TradeNo) + "/refund", Button: "Refund " + money(p.Amount), Cancel: payLink(p.TradeNo),
+		Action:  payLink(p.Provider, p.TradeNo) + "/refund", Button: "Refund " + money(p.Amount), Cancel: payLink(p.Provider, p.TradeNo),
 	})
 }
 
 // paymentRefund refunds a payment owed back now, or an UNMATCHED one
 // (through the refund of payments without an order, as the admin API).
 func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
-	tradeNo := r.PathValue("trade_no")
-	p, _, err := c.d.Lookup.Payment(r.Context(), tradeNo)
+	provider, tradeNo := paymentKey(r), r.PathValue("trade_no")
+	p, _, err := c.d.Lookup.Payment(r.Context(), provider, tradeNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	if p.State == model.PaymentUnmatched {
-		_, err = c.d.Refunds.RefundUnmatchedAs(r.Context(), act(r), tradeNo)
+		_, err = c.d.Refunds.RefundUnmatchedAs(r.Context(), act(r), provider, tradeNo)
 	} else {
-		_, err = c.d.Refunds.RefundPayment(r.Context(), act(r), tradeNo)
+		_, err = c.d.Refunds.RefundPayment(r.Context(), act(r), provider, tradeNo)
 	}
-	c.done(w, r, err, payLink(tradeNo), "refunded")
+	c.done(w, r, err, payLink(provider, tradeNo), "refunded")
 }
 
 type refundFormData struct {
@@ -236,7 +239,7 @@ func (c *Console) orderRefund(w http.ResponseWriter, r *http.Request) {
 			Heading: "Refund " + money(amt) + " of order " + sn,
 			Facts: [][2]string{{"order", sn}, {"paid", money(t.Order.PayAmount)}, {"left to refund", money(t.Refundable)},
 				{"refund", money(amt)}, {"reason", a.Note}},
-			Warning: "This pays " + money(amt) + " back to the buyer through Alipay.",
+			Warning: "This pays " + money(amt) + " back to the buyer through " + appliedBy(t) + ".",
 			Action:  orderLink(sn) + "/refund", Fields: map[string]string{"amount": amt.StringFixed(2), "note": a.Note, "confirm": "yes"},
 			Button: "Refund " + money(amt), Cancel: orderLink(sn),
 		})
@@ -311,4 +314,15 @@ func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err = c.d.BillReconciler.ResolveItemAs(r.Context(), act(r), id)
 	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
+}
+
+// appliedBy names the provider of the payment that paid t's order: the
+// one an after-sale refund goes back through.
+func appliedBy(t service.Timeline) string {
+	for _, p := range t.Payments {
+		if p.State == model.PaymentApplied {
+			return p.Provider.Name()
+		}
+	}
+	return "the provider that took the money"
 }

@@ -356,7 +356,7 @@ func TestRefundPaymentRacesWorker(t *testing.T) {
 			var opErr error
 			key := strings.Repeat("f", 20) + sn
 			wg.Go(func() {
-				_, opErr = e.refunds.RefundPayment(ctx, model.Act{Operator: "alice", Key: key}, "T2-"+sn)
+				_, opErr = e.refunds.RefundPayment(ctx, model.Act{Operator: "alice", Key: key}, model.ProviderAlipay, "T2-"+sn)
 			})
 			wg.Go(func() { _, _ = e.refunds.Enqueue(ctx) })
 			wg.Wait()

@@ -96,6 +96,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"/search", c.signedIn(c.search))
 	m.HandleFunc("GET "+Prefix+"/orders/{sn}", c.signedIn(c.timeline))
 	m.HandleFunc("GET "+Prefix+"/payments/{trade_no}", c.signedIn(c.payment))
+	m.HandleFunc("GET "+Prefix+"/payments/{provider}/{trade_no}", c.signedIn(c.payment))
 	m.HandleFunc("GET "+Prefix+"/queues/refunds", c.signedIn(c.refundQueue))
 	m.HandleFunc("GET "+Prefix+"/queues/outbox", c.signedIn(c.outboxQueue))
 	m.HandleFunc("GET "+Prefix+"/audit", c.signedIn(c.auditLog))

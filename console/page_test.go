@@ -317,7 +317,7 @@ func TestQueues(t *testing.T) {
 		mustContain(t, r.body, ">AS-QU-50<")
 		mustContain(t, c.mustGet(t, "/console/queues/refunds?state=REFUNDING", http.StatusOK).body, "0 refund(s); oldest waiting")
 		// Refunded is done: nothing there is waiting.
-		if r := c.mustGet(t, "/console/queues/refunds?state=REFUNDED", http.StatusOK); !strings.Contains(r.body, "0 refund(s) confirmed by Alipay.") ||
+		if r := c.mustGet(t, "/console/queues/refunds?state=REFUNDED", http.StatusOK); !strings.Contains(r.body, "0 refund(s) confirmed by their provider.") ||
 			strings.Contains(r.body, "waiting") {
 			t.Errorf("the REFUNDED tab reads as a queue:\n%s", r.body)
 		}
@@ -355,4 +355,29 @@ func TestSecurityHeaders(t *testing.T) {
 		t.Errorf("CSP %q: want no script source at all", csp)
 	}
 	e.client(t).mustGet(t, "/console/static/console.css", http.StatusOK)
+}
+
+// A WeChat Pay payment is shown and refunded at its provider's address;
+// every row says whose it is.
+func TestWechatpayPaymentPages(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		c := e.signedIn(t, "alice")
+		at := time.Now().UTC().Truncate(time.Second)
+		if _, outcome, err := e.payments.Observe(t.Context(), model.Observation{Provider: model.ProviderWechatpay, Ref: "wx-1",
+			OutTradeNo: "WX-NONE", TradeNo: "4200000009", Amount: decimal.RequireFromString("8.00"), PaidAt: &at}); err != nil || outcome != model.OutcomeUnmatched {
+			t.Fatalf("observe: %s %v", outcome, err)
+		}
+		r := c.mustGet(t, "/console/queues/payments?state=UNMATCHED", http.StatusOK)
+		mustContain(t, r.body, "<td>WeChat Pay</td>", `href="/console/payments/wechatpay/4200000009/refund"`)
+		r = c.mustGet(t, "/console/payments/wechatpay/4200000009", http.StatusOK)
+		mustContain(t, r.body, "<dd>WeChat Pay</dd>", "paid at WeChat Pay")
+		c.mustGet(t, "/console/payments/4200000009", http.StatusNotFound) // the form without a provider is Alipay's
+		c.mustGet(t, "/console/payments/paypal/4200000009", http.StatusNotFound)
+		r = c.mustGet(t, "/console/payments/wechatpay/4200000009/refund", http.StatusOK)
+		mustContain(t, r.body, "WeChat Pay")
+		if found := c.mustGet(t, "/console/search?q=4200000009", http.StatusSeeOther); found.location != "/console/payments/wechatpay/4200000009" {
+			t.Fatalf("search leads to %q", found.location)
+		}
+	})
 }

@@ -54,16 +54,17 @@ func parsePages() (*pages, error) {
 // funcs are the helpers templates use; formatting that needs the
 // operator's zone is a method of page.
 var funcs = template.FuncMap{
-	"money":     money,
-	"orderLink": orderLink,
-	"payLink":   payLink,
-	"status":    func(s model.OrderStatus) string { return s.String() },
-	"outcome":   func(p model.Payment) string { return string(model.OutcomeOf(p.State, p.Reason)) },
-	"lower":     strings.ToLower,
-	"add":       func(a, b int) int { return a + b },
-	"sub":       func(a, b int) int { return a - b },
-	"dict":      dict,
-	"keySuffix": keySuffix,
+	"money":        money,
+	"orderLink":    orderLink,
+	"payLink":      payLink,
+	"providerName": model.Provider.Name,
+	"status":       func(s model.OrderStatus) string { return s.String() },
+	"outcome":      func(p model.Payment) string { return string(model.OutcomeOf(p.State, p.Reason)) },
+	"lower":        strings.ToLower,
+	"add":          func(a, b int) int { return a + b },
+	"sub":          func(a, b int) int { return a - b },
+	"dict":         dict,
+	"keySuffix":    keySuffix,
 }
 
 // keySuffix makes one form's key out of its page's: a page with a form
@@ -210,8 +211,14 @@ func loadZone(name string) (*time.Location, error) {
 // orderLink is the timeline of an order.
 func orderLink(sn string) string { return Prefix + "/orders/" + pathEscape(sn) }
 
-// payLink is the page of a payment.
-func payLink(tradeNo string) string { return Prefix + "/payments/" + pathEscape(tradeNo) }
+// payLink is the page of a payment: /payments/{provider}/{trade_no}, or
+// /payments/{trade_no} for Alipay's, as before WeChat Pay.
+func payLink(p model.Provider, tradeNo string) string {
+	if p == model.ProviderAlipay || p == "" {
+		return Prefix + "/payments/" + pathEscape(tradeNo)
+	}
+	return Prefix + "/payments/" + pathEscape(string(p)) + "/" + pathEscape(tradeNo)
+}
 
 // pathEscape escapes an id for a path segment.
 func pathEscape(s string) string {
@@ -220,9 +227,9 @@ func pathEscape(s string) string {
 
 // flashes are the messages a redirect after an action may show, by code.
 var flashes = map[string]string{
-	"retried":   "The refund is queued again: the worker asks Alipay on its next round.",
+	"retried":   "The refund is queued again: the worker asks its provider on its next round.",
 	"resolved":  "Resolved, with your note.",
-	"refunded":  "Refund recorded: the worker sends it to Alipay on its next round.",
+	"refunded":  "Refund recorded: the worker sends it to its provider on its next round.",
 	"requeued":  "The event is queued again: the relay publishes it on its next round.",
 	"already":   "Nothing done: this form was submitted before, and that submission did it.",
 	"signedout": "Signed out.",
@@ -260,6 +267,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	for _, row := range errorTable {
 		if errors.Is(err, row.err) {
 			msg := row.msg
+			if row.status >= http.StatusInternalServerError {
+				c.d.Log.Warn("console request failed", "path", r.URL.Path, "err", err)
+			}
 			if msg == "" {
 				msg = err.Error()
 			}
@@ -290,7 +300,7 @@ var errorTable = []struct {
 	{model.ErrRefundTooLarge, http.StatusUnprocessableEntity, ""},
 	{model.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, ""},
 	{model.ErrRetryable, http.StatusConflict, "Someone else was changing the same order. Try again."},
-	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database did not answer in time. Try again."},
+	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database is unavailable. Try again."},
 }
 
 // randomToken is 32 random bytes, hex.
@@ -298,4 +308,14 @@ func randomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// paymentKey is the provider a payment route names: {provider}, or Alipay
+// for the form without it. A name no provider has is kept, and finds no
+// payment.
+func paymentKey(r *http.Request) model.Provider {
+	if p := r.PathValue("provider"); p != "" {
+		return model.Provider(p)
+	}
+	return model.ProviderAlipay
 }

@@ -19,8 +19,11 @@ type piece struct {
 // ref is an id inside a sentence, with where it leads.
 type ref piece
 
-// tradeRef is a trade_no, leading to its payment (and from there its order).
-func tradeRef(tradeNo string) ref { return ref{Text: tradeNo, Href: payLink(tradeNo)} }
+// tradeRef is a provider's trade number, leading to its payment (and from
+// there its order).
+func tradeRef(p model.Provider, tradeNo string) ref {
+	return ref{Text: tradeNo, Href: payLink(p, tradeNo)}
+}
 
 // searchRef is an id the search box resolves (out_request_no, out_trade_no).
 func searchRef(id string) ref {
@@ -65,7 +68,7 @@ func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment 
 	var s []moment
 	for _, f := range refunds {
 		asked := moment{At: f.CreateTime, Kind: "refund", Title: fmt.Sprintf("Refund requested (%s)", strings.ToLower(string(f.Kind))),
-			Detail: say(money(f.Amount)+" of trade ", tradeRef(f.TradeNo), ", out_request_no ", searchRef(f.OutRequestNo)),
+			Detail: say(money(f.Amount)+" of trade ", tradeRef(f.Provider, f.TradeNo), ", out_request_no ", searchRef(f.OutRequestNo)),
 			State:  string(model.RefundRefunding)}
 		cs := of[f.OutRequestNo]
 		if len(cs) == 0 {
@@ -92,8 +95,8 @@ func refundChange(f model.Refund, c model.RefundChange) moment {
 	m := moment{At: c.CreateTime, Kind: "refund", State: string(c.To)}
 	switch {
 	case c.From == "":
-		m.Title = "Refund found in Alipay's bill"
-		m.Detail = say(money(f.Amount)+" of trade ", tradeRef(f.TradeNo), ", out_request_no ", no)
+		m.Title = "Refund found in " + f.Provider.Name() + "'s bill"
+		m.Detail = say(money(f.Amount)+" of trade ", tradeRef(f.Provider, f.TradeNo), ", out_request_no ", no)
 	case c.From == model.RefundRefunding && c.To == model.RefundRefunding:
 		m.Title = "Refund outcome unknown: asked again later"
 		m.Detail = say("out_request_no ", no, ": "+c.Note)
@@ -101,11 +104,11 @@ func refundChange(f model.Refund, c model.RefundChange) moment {
 		m.Title = "Refund settled by " + c.By
 		m.Detail = say("out_request_no ", no, ": "+c.Note)
 	case c.To == model.RefundRefunded:
-		m.Title = "Refund confirmed by Alipay"
+		m.Title = "Refund confirmed by " + f.Provider.Name()
 		m.Detail = say("out_request_no ", no)
 	case c.From == model.RefundFailed && c.To == model.RefundRefunding:
 		m.Title = "Refund retried by " + c.By
-		m.Detail = say("out_request_no ", no, " sent to Alipay again")
+		m.Detail = say("out_request_no ", no, " sent to "+f.Provider.Name()+" again")
 	case c.From == model.RefundFailed && c.To == model.RefundFailed:
 		m.Title = "Refund resolved by " + c.By
 		m.Detail = say("out_request_no ", no, ": "+c.Note)
@@ -134,7 +137,7 @@ func refundEnd(f model.Refund) []moment {
 		if f.LastError != "" {
 			detail = append(detail, say(": "+f.LastError)...)
 		}
-		title := "Refund confirmed by Alipay"
+		title := "Refund confirmed by " + f.Provider.Name()
 		if f.State == model.RefundFailed {
 			title = "Refund failed"
 		}

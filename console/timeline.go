@@ -60,7 +60,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, orderLink(found.OrderSN), http.StatusSeeOther)
 		return
 	case found.Payment != nil:
-		http.Redirect(w, r, payLink(found.Payment.TradeNo), http.StatusSeeOther)
+		http.Redirect(w, r, payLink(found.Payment.Provider, found.Payment.TradeNo), http.StatusSeeOther)
 		return
 	}
 	d.MemberID, d.Orders = found.MemberID, found.Orders
@@ -129,12 +129,12 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		}
 	}
 	for _, p := range t.Payments {
-		detail := say("trade_no ", tradeRef(p.TradeNo), ", "+money(p.Amount))
+		detail := say(p.Provider.Name()+" trade_no ", tradeRef(p.Provider, p.TradeNo), ", "+money(p.Amount))
 		if p.Reason != model.RefundNone {
 			detail = append(detail, say(", reason "+string(p.Reason))...)
 		}
 		if p.PaidAt != nil {
-			detail = append(detail, say(", paid at Alipay "+p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST"))...)
+			detail = append(detail, say(", paid at "+p.Provider.Name()+" "+p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST"))...)
 		}
 		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded: " + string(model.OutcomeOf(p.State, p.Reason)),
 			Detail: detail, State: string(p.State)})
@@ -205,7 +205,7 @@ func eventDetail(ev model.Event) []piece {
 		val := any(fmt.Sprint(v))
 		switch k {
 		case "trade_no":
-			val = tradeRef(fmt.Sprint(v))
+			val = searchRef(fmt.Sprint(v)) // the audit row names no provider: the search finds it
 		case "out_request_no", "out_trade_no":
 			val = searchRef(fmt.Sprint(v))
 		}
@@ -222,7 +222,7 @@ type paymentData struct {
 
 // payment shows a payment that has no order to show it with.
 func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
-	p, audit, err := c.d.Lookup.Payment(r.Context(), r.PathValue("trade_no"))
+	p, audit, err := c.d.Lookup.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -51,13 +51,16 @@ func (r attemptRecord) attempt() model.PayAttempt {
 func (s *Store) insertAttempt(ctx context.Context, a model.PayAttempt) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
-		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "provider": string(a.Provider), "out_trade_no": a.OutTradeNo, "method": string(a.Method),
+		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
 		"amount": a.Amount.StringFixed(2), "state": model.AttemptOpen, "next_query_at": a.NextQueryAt.UTC(),
 		"expire_at":   a.ExpireAt.UTC(),
 		"create_time": now, "update_time": now,
 	}
 	if a.PayURL != "" {
 		row["pay_url"] = a.PayURL
+	}
+	if a.Provider != "" { // else the column's default: Alipay's, as every attempt before WeChat Pay
+		row["provider"] = string(a.Provider)
 	}
 	return s.insertOrKeep(ctx, attemptTable, []string{"order_id", "attempt_no"}, row)
 }

@@ -26,6 +26,21 @@ const (
 	sqliteLocked         = 6
 )
 
+// unavailableErrors are the server's answers that say it cannot serve
+// now, whatever the statement: the database is unavailable (Alipay is
+// answered "failure" and resends; an API client gets 503), not an
+// internal error.
+var unavailableErrors = map[uint16]bool{
+	// Galera: the node is joining, or cut off from the Primary component
+	// ("WSREP has not yet prepared node for application use").
+	1047: true,
+	1040: true, // too many connections
+	1053: true, // server shutdown in progress
+	1290: true, // --read-only (a replica, or a primary being switched over)
+	1836: true, // read-only mode
+	1927: true, // MariaDB: connection was killed (a shutdown, a failover tool)
+}
+
 func isMapped(err error) bool {
 	for _, e := range []error{model.ErrRetryable, model.ErrUnavailable, model.ErrOrderNotFound,
 		model.ErrPaymentNotFound, model.ErrTradeConflict, model.ErrStateChanged} {

@@ -78,6 +78,7 @@ type Store struct {
 	db     *gorm.DB
 	driver string
 	trace  func(sql string) // see Trace
+	ready  *readiness       // see Ready
 }
 
 // Open connects to the database and checks that it answers.
@@ -139,12 +140,51 @@ func Open(ctx context.Context, driver, dsn string, opt Options) (*Store, error) 
 		sqlDB.SetConnMaxLifetime(30 * time.Minute)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	s := &Store{db: db, driver: driver}
+	s := &Store{db: db, driver: driver, ready: &readiness{}}
 	if err := s.Ping(ctx); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("connect %s: %w", driver, err)
 	}
+	if driver == DriverMySQL {
+		return s.onGalera(ctx, dsn, opt)
+	}
 	return s, nil
+}
+
+// onGalera returns s, or, if its server is a Galera node and the DSN does
+// not say otherwise, a store whose every connection runs with
+// wsrep_sync_wait=1: each read first waits until this node has applied
+// every write the cluster committed before it. Without it a node a moment
+// behind reads an order another node has just created as absent, and a
+// notification for that order would be recorded UNMATCHED (money refunded
+// instead of an order paid), an attempt would go unseen, an API client
+// would get a 404 for the order it just placed. A write needs no wait: a
+// write based on a stale read conflicts at certification (1213) and is
+// retried. The cost is a round of the group's messaging per read
+// (BENCHMARKS.md).
+func (s *Store) onGalera(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("DB_DSN: %w", err)
+	}
+	if _, set := cfg.Params["wsrep_sync_wait"]; set {
+		return s, nil
+	}
+	st, err := s.galeraState(ctx)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("connect mysql: %w", err)
+	}
+	if !st.galera {
+		return s, nil
+	}
+	s.Close()
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["wsrep_sync_wait"] = "1"
+	return Open(ctx, DriverMySQL, cfg.FormatDSN(), opt)
 }
 
 // MySQLDSN completes a go-sql-driver DSN: times are parsed and kept in UTC
@@ -271,11 +311,12 @@ func mapErr(err error) error {
 }
 
 // isUnavailable: the database did not answer (deadline, lost or refused
-// connection). A statement the server rejected is not this.
+// connection), or answered that it cannot serve now (unavailableErrors).
+// Any other statement the server rejected is not this.
 func isUnavailable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		return false
+		return unavailableErrors[me.Number]
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||

@@ -186,6 +186,30 @@ func (s *Server) query(r *http.Request, _ []byte) (int, any) {
 	return http.StatusOK, s.transaction(t)
 }
 
+// queryByID serves GET /v3/pay/transactions/id/{transaction_id}?mchid=.
+func (s *Server) queryByID(r *http.Request, _ []byte) (int, any) {
+	if !s.mchidOf(r.URL.Query().Get("mchid")) {
+		return fail(http.StatusBadRequest, "PARAM_ERROR", "mchid does not match")
+	}
+	id := r.PathValue("transaction_id")
+	s.mu.Lock()
+	var found *Trade
+	for _, t := range s.byOut {
+		if t.TransactionID == id && id != "" {
+			found = t
+		}
+	}
+	var t Trade
+	if found != nil {
+		t = *found
+	}
+	s.mu.Unlock()
+	if found == nil {
+		return fail(http.StatusNotFound, "ORDER_NOT_EXIST", "订单不存在")
+	}
+	return http.StatusOK, s.transaction(t)
+}
+
 // close serves POST …/out-trade-no/{out_trade_no}/close.
 func (s *Server) close(r *http.Request, body []byte) (int, any) {
 	var p struct {

@@ -191,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/pay/transactions/{method}", s.api("pay", s.prepay))
 	mux.HandleFunc("GET /v3/pay/transactions/out-trade-no/{out_trade_no}", s.api("query", s.query))
+	mux.HandleFunc("GET /v3/pay/transactions/id/{transaction_id}", s.api("query", s.queryByID))
 	mux.HandleFunc("POST /v3/pay/transactions/out-trade-no/{out_trade_no}/close", s.api("close", s.close))
 	mux.HandleFunc("POST /v3/refund/domestic/refunds", s.api("refund", s.refund))
 	mux.HandleFunc("GET /v3/refund/domestic/refunds/{out_refund_no}", s.api("refund query", s.refundQuery))

@@ -265,3 +265,21 @@ func (s *Server) refundResource(r Refund) map[string]any {
 	}
 	return m
 }
+
+// AddPaidTrade records a paid transaction WeChat Pay took without the fake
+// having opened it (a replayed notification, a payment whose
+// notification never came); a known out_trade_no is left as it is.
+func (s *Server) AddPaidTrade(outTradeNo, transactionID string, fen int64, paidAt time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byOut[outTradeNo]; ok {
+		return
+	}
+	s.seq++
+	t := &Trade{
+		OutTradeNo: outTradeNo, PrepayID: fmt.Sprintf("wx%014d", s.seq), TransactionID: transactionID, TradeType: "NATIVE",
+		Description: "Order " + outTradeNo, Total: fen, State: wechatpay.TradeSuccess, Paid: paidAt, OpenID: "oFAKE" + nonce(23),
+	}
+	s.byOut[outTradeNo] = t
+	s.byPrepay[t.PrepayID] = t
+}

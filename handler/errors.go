@@ -65,7 +65,9 @@ var errorTable = []errorRow{
 	{model.ErrRunBusy, "", slog.LevelInfo, http.StatusConflict, "reconciliation_running", 5},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrBusy, "busy", slog.LevelWarn, http.StatusServiceUnavailable, "unavailable", 1},
-	{model.ErrUnavailable, "db_unavailable", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
+	// An outage, not a bug: the readiness check takes the instance out of
+	// the load balancer, and Alipay resends.
+	{model.ErrUnavailable, "db_unavailable", slog.LevelWarn, http.StatusServiceUnavailable, "unavailable", 5},
 	// The request's deadline passed while it waited on something else.
 	{context.DeadlineExceeded, "timeout", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
 }

@@ -17,17 +17,21 @@ import (
 	"paynotify/service"
 )
 
-// Pinger reports whether the database answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
+// Readiness reports whether the database can serve requests now (see
+// dao.Store.Ready).
+type Readiness interface {
+	Ready(ctx context.Context) error
 }
 
 // Deps is what the HTTP surface needs.
 type Deps struct {
 	Log      *slog.Logger
 	Verifier Verifier
-	Payments *service.Payments
-	Orders   *service.Orders
+	// WeChatPay verifies WeChat Pay's notifications; nil, /wechatpay/notify
+	// is off.
+	WeChatPay WeChatPayVerifier
+	Payments  *service.Payments
+	Orders    *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
@@ -46,7 +50,7 @@ type Deps struct {
 	// BillReconciler, if set, serves the reconciliation views under
 	// /admin.
 	BillReconciler *service.BillReconciler
-	DB             Pinger
+	DB             Readiness
 	// Registry is what /metrics serves; Metrics counts into it (nil: New
 	// defines them on Registry).
 	Registry *prometheus.Registry
@@ -80,6 +84,10 @@ func New(d Deps) http.Handler {
 
 	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 	r.POST("/alipay/notify", a.Notify)
+	if d.WeChatPay != nil {
+		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		r.POST("/wechatpay/notify", w.Notify)
+	}
 
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
@@ -101,7 +109,11 @@ func New(d Deps) http.Handler {
 		admin.GET("/orders/:sn/refunds", a.Refunds)
 		if d.Refunds != nil {
 			admin.POST("/orders/:sn/refunds", a.Refund)
-			admin.POST("/payments/:trade_no/refund", a.RefundUnmatched)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
 		}
 		if d.BillReconciler != nil {
 			h := &Reconciliations{recon: d.BillReconciler}
@@ -125,7 +137,7 @@ func New(d Deps) http.Handler {
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
-		if err := d.DB.Ping(ctx); err != nil {
+		if err := d.DB.Ready(ctx); err != nil {
 			logger(c).Warn("not ready", "err", err)
 			c.String(http.StatusServiceUnavailable, "database unreachable")
 			return

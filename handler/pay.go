@@ -31,6 +31,8 @@ func (p *Pay) Start(c *gin.Context) {
 		// Provider absent is Alipay, as before WeChat Pay.
 		Provider string          `json:"provider"`
 		Method   model.PayMethod `json:"method"`
+		// OpenID is the payer's, for WeChat Pay's jsapi.
+		OpenID string `json:"openid"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		apiError(c, err)
@@ -44,7 +46,13 @@ func (p *Pay) Start(c *gin.Context) {
 			return
 		}
 	}
-	v, err := p.checkout.Start(c.Request.Context(), member(c), sn, provider, req.Method)
+	if req.Method == model.PayJSAPI && req.OpenID == "" {
+		apiError(c, fmt.Errorf("%w: openid is required for jsapi (the payer's, in our official account or mini program)", model.ErrInvalidRequest))
+		return
+	}
+	// h5: WeChat Pay wants the IP of the phone that pays.
+	payer := model.Payer{OpenID: req.OpenID, IP: c.ClientIP()}
+	v, err := p.checkout.StartFor(c.Request.Context(), member(c), sn, provider, req.Method, payer)
 	if err != nil {
 		apiError(c, err)
 		return

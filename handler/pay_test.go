@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func TestPayAPI(t *testing.T) {
 				t.Fatalf("answer %+v, want attempt 1 with a pay_url for 100.00", v)
 			}
 			// Another key, the same method: the same answer.
-			if again := c.mustPay(t, o.OrderSN, "page", "k-2"); again != v {
+			if again := c.mustPay(t, o.OrderSN, "page", "k-2"); !reflect.DeepEqual(again, v) {
 				t.Fatalf("second answer %+v, want %+v", again, v)
 			}
 		})

@@ -161,3 +161,29 @@ func TestRefundUnmatchedRoute(t *testing.T) {
 		}
 	})
 }
+
+// POST /admin/payments/{provider}/{trade_no}/refund: the same for any
+// provider's payment; the form without a provider is Alipay's only.
+func TestRefundUnmatchedRouteByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		c := newCashier(t, store)
+		at := time.Now().UTC()
+		if _, outcome, err := c.recon.Payments().Observe(t.Context(), model.Observation{Provider: model.ProviderWechatpay, Ref: "wx-n",
+			OutTradeNo: "NO-ORDER-WX", TradeNo: "4200000001202612010000000001", Amount: decimal.RequireFromString("9.90"), PaidAt: &at}); err != nil || outcome != model.OutcomeUnmatched {
+			t.Fatalf("observe: %s %v", outcome, err)
+		}
+		if status, _, body := c.post(t, "/admin/payments/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
+			t.Fatalf("WeChat Pay's payment by the Alipay form: %d %s", status, body)
+		}
+		if status, _, body := c.post(t, "/admin/payments/paypal/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", ""); status != http.StatusNotFound {
+			t.Fatalf("unknown provider: %d %s", status, body)
+		}
+		status, _, body := c.post(t, "/admin/payments/wechatpay/4200000001202612010000000001/refund", "Bearer "+payAdminToken, "k1", "")
+		var p struct {
+			Provider, TradeNo, State string
+		}
+		if err := json.Unmarshal(body, &p); status != http.StatusAccepted || err != nil || p.State != "REFUND_PENDING" || p.Provider != "wechatpay" {
+			t.Fatalf("refund: %d %s", status, body)
+		}
+	})
+}

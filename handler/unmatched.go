@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -8,17 +9,38 @@ import (
 	"paynotify/model"
 )
 
-// RefundUnmatched handles POST /admin/payments/{trade_no}/refund with an
+// RefundUnmatched handles POST /admin/payments/{provider}/{trade_no}/refund
+// (and /admin/payments/{trade_no}/refund, Alipay's) with an
 // Idempotency-Key: an UNMATCHED payment (money with no order) is to be
-// refunded in full by the refund worker. 202 with the payment, now
-// REFUND_PENDING (or further along, for the same key again).
+// refunded in full by the refund worker, through the provider that took
+// it. 202 with the payment, now REFUND_PENDING (or further along, for the
+// same key again).
 func (a *Admin) RefundUnmatched(c *gin.Context) {
-	p, err := a.refunds.RefundUnmatched(c.Request.Context(), c.Param("trade_no"), c.GetHeader("Idempotency-Key"))
+	provider, tradeNo, err := paymentKey(c.Param("first"), c.Param("trade_no"))
+	if err != nil {
+		apiError(c, err)
+		return
+	}
+	p, err := a.refunds.RefundUnmatched(c.Request.Context(), provider, tradeNo, c.GetHeader("Idempotency-Key"))
 	if err != nil {
 		apiError(c, err)
 		return
 	}
 	writeJSON(c, http.StatusAccepted, newPaymentView(p))
+}
+
+// paymentKey reads a payment's key from a route: {provider}/{trade_no},
+// or {trade_no} alone (second empty) for Alipay's, the form routes had
+// before WeChat Pay.
+func paymentKey(first, second string) (model.Provider, string, error) {
+	if second == "" {
+		return model.ProviderAlipay, first, nil
+	}
+	p, err := model.ParseProvider(first)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: no provider %q", model.ErrPaymentNotFound, model.Clip(first))
+	}
+	return p, second, nil
 }
 
 // paymentView is a ledger row as operators read it.

@@ -22,7 +22,9 @@ var (
 	// ErrProviderOff: a provider this instance is not configured for (its
 	// variables are not set).
 	ErrProviderOff = errors.New("provider not configured")
-	// ErrUnavailable: the database did not answer in time.
+	// ErrUnavailable: the database did not answer in time, or answered that
+	// it cannot serve now (a Galera node not in the Primary component,
+	// read-only, shutting down).
 	ErrUnavailable = errors.New("database unavailable")
 	// ErrBusy: the notify queue is full; Alipay resends later.
 	ErrBusy = errors.New("too many notifications waiting")

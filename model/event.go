@@ -25,6 +25,7 @@ const (
 // attempt) closed, so it can no longer be paid.
 type TradeEventData struct {
 	OrderID    int64  `json:"order_id"`
+	Provider   string `json:"provider"`
 	AttemptNo  int    `json:"attempt_no"`
 	OutTradeNo string `json:"out_trade_no"`
 	Method     string `json:"method"`
@@ -89,10 +90,13 @@ type OutboxRow struct {
 
 // Ledger accounts the accounting consumer books to.
 const (
+	// AccountAlipayClearing is Alipay's ClearingAccount.
 	AccountAlipayClearing = "alipay_clearing"
-	AccountSales          = "sales"
-	AccountRefundsPayable = "refunds_payable"
-	AccountSalesReturns   = "sales_returns"
+	// AccountWechatpayClearing is WeChat Pay's ClearingAccount.
+	AccountWechatpayClearing = "wechatpay_clearing"
+	AccountSales             = "sales"
+	AccountRefundsPayable    = "refunds_payable"
+	AccountSalesReturns      = "sales_returns"
 )
 
 // RefundEventData is the data of payment.refunded and payment.refund_failed.

@@ -7,8 +7,10 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// PayMethod is how the buyer pays: a page-pay URL (PC), a WAP URL (phone
-// browser) or a QR code (alipay.trade.precreate).
+// PayMethod is how the buyer pays: with Alipay a page-pay URL (PC), a WAP
+// URL (phone browser) or a QR code (alipay.trade.precreate); with WeChat
+// Pay a QR code (native), a phone browser's URL (h5), inside WeChat (jsapi)
+// or our app (app).
 type PayMethod string
 
 // Pay methods.
@@ -16,10 +18,36 @@ const (
 	PayPage PayMethod = "page"
 	PayWap  PayMethod = "wap"
 	PayQR   PayMethod = "qr"
+
+	PayNative PayMethod = "native"
+	PayH5     PayMethod = "h5"
+	PayJSAPI  PayMethod = "jsapi"
+	PayApp    PayMethod = "app"
 )
 
 // Valid reports whether m is a known method.
-func (m PayMethod) Valid() bool { return m == PayPage || m == PayWap || m == PayQR }
+func (m PayMethod) Valid() bool {
+	switch m {
+	case PayPage, PayWap, PayQR, PayNative, PayH5, PayJSAPI, PayApp:
+		return true
+	}
+	return false
+}
+
+// Payer is what a provider may need of the buyer's client to start a
+// payment: WeChat Pay's jsapi the payer's openid, its h5 the payer's IP.
+type Payer struct {
+	OpenID string
+	IP     string
+}
+
+// ClientPay is what a buyer's client passes to the provider's own SDK
+// (WeChat Pay's jsapi and app): the prepay_id and the signed parameters.
+// It is stored as the attempt's answer in JSON.
+type ClientPay struct {
+	PrepayID string            `json:"prepay_id"`
+	Params   map[string]string `json:"params"`
+}
 
 // AttemptState is where a payment attempt (one Alipay trade) stands.
 type AttemptState string
@@ -134,6 +162,9 @@ type PayStart struct {
 	// ExpireAt is the trade's time_expire: the provider takes no payment
 	// after it.
 	ExpireAt time.Time
+	// Payer is what the buyer's client said of itself, if the method
+	// needs it.
+	Payer Payer
 }
 
 // Gateway and payment-start errors.

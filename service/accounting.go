@@ -18,14 +18,17 @@ var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefund
 // Accounting is the exactly-once consumer that books payments into a
 // double-entry journal:
 //
-//	order.paid                      debit alipay_clearing / credit sales
-//	payment.refund_pending          debit alipay_clearing / credit refunds_payable
-//	payment.refunded (owed back)    debit refunds_payable / credit alipay_clearing
-//	payment.refunded (after-sale)   debit sales_returns   / credit alipay_clearing
+//	order.paid                      debit <provider>_clearing / credit sales
+//	payment.refund_pending          debit <provider>_clearing / credit refunds_payable
+//	payment.refunded (owed back)    debit refunds_payable     / credit <provider>_clearing
+//	payment.refunded (after-sale)   debit sales_returns       / credit <provider>_clearing
 //	payment.refunded (console)      the same, or refunds_payable without an order
-//	payment.unmatched               debit alipay_clearing / credit refunds_payable
-//	payment.fees_booked             debit fee_expense     / credit alipay_clearing
+//	payment.unmatched               debit <provider>_clearing / credit refunds_payable
+//	payment.fees_booked             debit fee_expense         / credit <provider>_clearing
 //	                                (the other way round for fees given back)
+//
+// <provider>_clearing is the money the provider that moved it holds for
+// us: alipay_clearing, wechatpay_clearing (model.ClearingAccount).
 type Accounting struct {
 	store *dao.Store
 	// OnBooked, if set, is told whether each event was booked or was a
@@ -75,7 +78,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountAlipayClearing, model.AccountSales
+		debit, credit = model.ClearingAccount(model.Provider(d.Provider)), model.AccountSales
 		if ev.Type != model.EventOrderPaid {
 			// Money we hold and owe back: it was not applied (or has no
 			// order to be applied to).
@@ -87,7 +90,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountRefundsPayable, model.AccountAlipayClearing
+		debit, credit = model.AccountRefundsPayable, model.ClearingAccount(model.Provider(d.Provider))
 		if d.Kind == string(model.RefundAfterSale) || (d.Kind == string(model.RefundConsole) && d.OrderID != 0) {
 			// A refund of a sale: an operator's, or one made from Alipay's
 			// console and found in its bill.
@@ -99,7 +102,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountFeeExpense, model.AccountAlipayClearing
+		debit, credit = model.AccountFeeExpense, model.ClearingAccount(model.Provider(d.Provider))
 		fee, err := decimal.NewFromString(d.Amount)
 		if err != nil {
 			return nil, fmt.Errorf("event %s: amount %q", ev.ID, d.Amount)

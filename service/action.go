@@ -145,14 +145,14 @@ func notActionable(err error, format string, args ...any) error {
 // rather than on the worker's next round: the same step the worker takes
 // (payment → REFUNDING, its refund recorded under the out_request_no the
 // worker would use), so the two never refund it twice.
-func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, tradeNo string) (model.Refund, error) {
+func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, provider model.Provider, tradeNo string) (model.Refund, error) {
 	if err := checkAct(act, false); err != nil {
 		return model.Refund{}, err
 	}
 	if !model.ValidID(tradeNo) {
 		return model.Refund{}, model.ErrPaymentNotFound
 	}
-	p, err := r.store.Payment(ctx, model.ProviderAlipay, tradeNo)
+	p, err := r.store.Payment(ctx, provider, tradeNo)
 	if err != nil {
 		return model.Refund{}, err
 	}
@@ -189,7 +189,7 @@ func (r *BillReconciler) resolveItem(ctx context.Context, row model.ReconRow, ac
 	// The order the item is about, if any, so its timeline shows the action.
 	var orderID *int64
 	if row.TradeNo != "" {
-		if p, err := r.store.Payment(ctx, model.ProviderAlipay, row.TradeNo); err == nil && p.OrderID != 0 {
+		if p, err := r.store.Payment(ctx, r.Provider, row.TradeNo); err == nil && p.OrderID != 0 {
 			orderID = &p.OrderID
 		}
 	}

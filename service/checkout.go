@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,13 +68,30 @@ type PayView struct {
 	Amount     string `json:"amount"`
 	PayURL     string `json:"pay_url,omitempty"`
 	QRCode     string `json:"qr_code,omitempty"`
+	// CodeURL (WeChat Pay native) is the QR code's content; H5URL (h5)
+	// where the phone's browser goes; PrepayID and Params (jsapi, app)
+	// what the buyer's client passes to WeChat.
+	CodeURL  string            `json:"code_url,omitempty"`
+	H5URL    string            `json:"h5_url,omitempty"`
+	PrepayID string            `json:"prepay_id,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
 }
 
 func payView(sn string, a model.PayAttempt) PayView {
 	v := PayView{OrderSN: sn, Provider: string(a.Provider), AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
-	if a.Method == model.PayQR {
+	switch a.Method {
+	case model.PayQR:
 		v.QRCode = a.PayURL
-	} else {
+	case model.PayNative:
+		v.CodeURL = a.PayURL
+	case model.PayH5:
+		v.H5URL = a.PayURL
+	case model.PayJSAPI, model.PayApp:
+		var cp model.ClientPay
+		if json.Unmarshal([]byte(a.PayURL), &cp) == nil {
+			v.PrepayID, v.Params = cp.PrepayID, cp.Params
+		}
+	default:
 		v.PayURL = a.PayURL
 	}
 	return v
@@ -84,6 +102,12 @@ func payView(sn string, a model.PayAttempt) PayView {
 // method, else a new attempt (closing the previous trade at its provider
 // first). Concurrent identical requests share one result.
 func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, provider model.Provider, method model.PayMethod) (PayView, error) {
+	return c.StartFor(ctx, memberID, sn, provider, method, model.Payer{})
+}
+
+// StartFor is Start for a buyer's client that says who it is (WeChat Pay's
+// jsapi needs the payer's openid, its h5 the payer's IP).
+func (c *Checkout) StartFor(ctx context.Context, memberID int64, sn string, provider model.Provider, method model.PayMethod, payer model.Payer) (PayView, error) {
 	gw, err := c.providers.get(provider)
 	if err != nil {
 		return PayView{}, err
@@ -96,7 +120,7 @@ func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, provide
 	// startTimeout), so the caller's retry finds its result; the caller
 	// itself waits no longer than its deadline.
 	ch := c.flight.DoChan(key, func() (any, error) {
-		return c.start(context.WithoutCancel(ctx), memberID, sn, payment{provider, gw, method})
+		return c.start(context.WithoutCancel(ctx), memberID, sn, payment{provider, gw, method, payer})
 	})
 	select {
 	case r := <-ch:
@@ -115,6 +139,7 @@ type payment struct {
 	provider model.Provider
 	gw       Provider
 	method   model.PayMethod
+	payer    model.Payer
 }
 
 func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay payment) (PayView, error) {
@@ -141,7 +166,7 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay pay
 			same := latest.Provider == pay.provider && latest.Method == pay.method
 			switch {
 			case latest.State == model.AttemptOpen && same:
-				return c.ensureURL(ctx, order, latest)
+				return c.ensureURL(ctx, order, latest, pay.payer)
 			case latest.State == model.AttemptOpen:
 				if err := c.closeForSwitch(ctx, order, latest); err != nil {
 					return PayView{}, err
@@ -154,7 +179,7 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay pay
 			return PayView{}, err
 		}
 		if created || a.Provider == pay.provider && a.Method == pay.method {
-			return c.ensureURL(ctx, order, a)
+			return c.ensureURL(ctx, order, a, pay.payer)
 		}
 		// Another request made attempt `next` for another provider or
 		// method: go round.
@@ -185,7 +210,7 @@ func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int,
 	// answer every caller will get, in the insert itself.
 	if pay.gw.SignsLocally(pay.method) {
 		var err error
-		if a.PayURL, err = pay.gw.StartPayment(ctx, payStart(order, a)); err != nil {
+		if a.PayURL, err = pay.gw.StartPayment(ctx, payStart(order, a, pay.payer)); err != nil {
 			return model.PayAttempt{}, false, err
 		}
 	}
@@ -237,7 +262,7 @@ func (c *Checkout) unguarded(why string) {
 // first if the attempt has no answer yet (Alipay's QR code). The provider
 // answers the same for the same out_trade_no, and only the first stored
 // answer is kept.
-func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.PayAttempt) (PayView, error) {
+func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.PayAttempt, payer model.Payer) (PayView, error) {
 	if a.PayURL != "" {
 		return payView(order.OrderSN, a), nil
 	}
@@ -260,7 +285,7 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 		return PayView{}, fmt.Errorf("%w: attempt %d of %q is %s", model.ErrRequestInFlight, a.AttemptNo, order.OrderSN, a.State)
 	}
 	if a.PayURL == "" {
-		answer, err := gw.StartPayment(ctx, payStart(order, a))
+		answer, err := gw.StartPayment(ctx, payStart(order, a, payer))
 		if err != nil {
 			return PayView{}, err
 		}
@@ -274,9 +299,10 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 	return payView(order.OrderSN, a), nil
 }
 
-// payStart is what the provider needs to start attempt a of order.
-func payStart(order model.Order, a model.PayAttempt) model.PayStart {
-	return model.PayStart{OutTradeNo: a.OutTradeNo, Subject: subject(order), Amount: a.Amount, Method: a.Method, ExpireAt: a.ExpireAt}
+// payStart is what the provider needs to start attempt a of order for
+// payer.
+func payStart(order model.Order, a model.PayAttempt, payer model.Payer) model.PayStart {
+	return model.PayStart{OutTradeNo: a.OutTradeNo, Subject: subject(order), Amount: a.Amount, Method: a.Method, ExpireAt: a.ExpireAt, Payer: payer}
 }
 
 // closeForSwitch closes the open trade of another provider or method

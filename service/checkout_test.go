@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,7 +225,7 @@ func checkOneAnswer(t *testing.T, views []service.PayView, errs []error, method 
 	}
 	first := views[0]
 	for i, v := range views {
-		if v != first {
+		if !reflect.DeepEqual(v, first) {
 			t.Fatalf("start %d answered %+v, start 0 %+v: want every answer identical", i, v, first)
 		}
 	}
@@ -325,7 +326,7 @@ func TestStartConcurrentRequests(t *testing.T) {
 							t.Fatalf("%d instances went unguarded with Redis down=%v", unguardedInstances, tc.down)
 						}
 						// A start after the storm answers the same.
-						if again := mustStart(t, instances[0], o.OrderSN, method); again != v {
+						if again := mustStart(t, instances[0], o.OrderSN, method); !reflect.DeepEqual(again, v) {
 							t.Fatalf("a later start answered %+v, want %+v", again, v)
 						}
 						return unguardedInstances
@@ -435,7 +436,7 @@ func TestStartSwitchMethod(t *testing.T) {
 			if n := eventCount(t, store, o.ID, model.EventTradeClosed); n != 1 {
 				t.Fatalf("%d trade.closed events, want 1 (attempt 1)", n)
 			}
-			if again := mustStart(t, c, o.OrderSN, model.PayQR); again != qr {
+			if again := mustStart(t, c, o.OrderSN, model.PayQR); !reflect.DeepEqual(again, qr) {
 				t.Fatalf("starting qr again answered %+v, want %+v", again, qr)
 			}
 

@@ -35,6 +35,17 @@ func TestJournalLinesOfReconciliation(t *testing.T) {
 			model.AccountSalesReturns, model.AccountAlipayClearing, "30.00"},
 		{"ConsoleRefundWithoutOrder", mk(model.EventRefunded, model.RefundEventData{Kind: "CONSOLE", Amount: "15.00"}),
 			model.AccountRefundsPayable, model.AccountAlipayClearing, "15.00"},
+		// Each provider holds its own money: WeChat Pay's on its own account.
+		{"WechatpayPaid", mk(model.EventOrderPaid, model.PaymentEventData{OrderID: 8, Provider: "wechatpay", TradeNo: "4200", Amount: "10.00", State: "APPLIED"}),
+			model.AccountWechatpayClearing, model.AccountSales, "10.00"},
+		{"WechatpayOwedBack", mk(model.EventRefundPending, model.PaymentEventData{OrderID: 8, Provider: "wechatpay", TradeNo: "4201", Amount: "10.00", State: "REFUND_PENDING"}),
+			model.AccountWechatpayClearing, model.AccountRefundsPayable, "10.00"},
+		{"WechatpayRefunded", mk(model.EventRefunded, model.RefundEventData{OrderID: 8, Provider: "wechatpay", Kind: "AUTO", Amount: "10.00"}),
+			model.AccountRefundsPayable, model.AccountWechatpayClearing, "10.00"},
+		{"WechatpayFees", mk(model.EventFeesBooked, model.FeeEventData{Provider: "wechatpay", BillDate: "2026-11-30", Lines: 3, Amount: "0.06"}),
+			model.AccountFeeExpense, model.AccountWechatpayClearing, "0.06"},
+		{"AlipayNamed", mk(model.EventOrderPaid, model.PaymentEventData{OrderID: 9, Provider: "alipay", TradeNo: "T9", Amount: "1.00", State: "APPLIED"}),
+			model.AccountAlipayClearing, model.AccountSales, "1.00"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lines, err := journalLines(c.ev)

@@ -34,13 +34,13 @@ func (l *Lookup) AuditLog(ctx context.Context, operator string, before int64) ([
 	return l.store.AuditPage(ctx, operator, before, QueuePage)
 }
 
-// Payment reads one payment by trade_no, with its order's number and what
-// operators did to it.
-func (l *Lookup) Payment(ctx context.Context, tradeNo string) (PaymentRow, []model.Audit, error) {
+// Payment reads one payment by its provider and trade_no, with its order's
+// number and what operators did to it.
+func (l *Lookup) Payment(ctx context.Context, provider model.Provider, tradeNo string) (PaymentRow, []model.Audit, error) {
 	if !model.ValidID(tradeNo) {
 		return PaymentRow{}, nil, model.ErrPaymentNotFound
 	}
-	p, err := l.store.Payment(ctx, model.ProviderAlipay, tradeNo)
+	p, err := l.store.Payment(ctx, provider, tradeNo)
 	if err != nil {
 		return PaymentRow{}, nil, err
 	}

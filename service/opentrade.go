@@ -228,7 +228,7 @@ func closeAttempt(ctx context.Context, store *dao.Store, a model.PayAttempt, rea
 			return err
 		}
 		ev, err := newEvent(model.EventTradeClosed, a.OrderID, model.TradeEventData{
-			OrderID: a.OrderID, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Reason: reason,
+			OrderID: a.OrderID, Provider: string(a.Provider), AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Reason: reason,
 		}, now)
 		if err != nil {
 			return err

@@ -62,10 +62,12 @@ func (l *Lookup) Search(ctx context.Context, q string) (Found, error) {
 			return Found{}, err
 		}
 	}
-	if p, err := l.store.Payment(ctx, model.ProviderAlipay, q); err == nil {
-		return l.foundPayment(ctx, p)
-	} else if !errors.Is(err, model.ErrPaymentNotFound) {
-		return Found{}, err
+	for _, provider := range model.Providers {
+		if p, err := l.store.Payment(ctx, provider, q); err == nil {
+			return l.foundPayment(ctx, p)
+		} else if !errors.Is(err, model.ErrPaymentNotFound) {
+			return Found{}, err
+		}
 	}
 	if len(q) <= 64 {
 		if a, err := l.store.AttemptByOutTradeNo(ctx, q); err == nil {

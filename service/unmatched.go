@@ -23,22 +23,22 @@ import (
 // it stands; another key, or a payment that has an order, is
 // model.ErrNotUnmatched. It is the admin API's: the change is written to
 // admin_audit in its transaction as model.OperatorAdminAPI's.
-func (r *Refunds) RefundUnmatched(ctx context.Context, tradeNo, key string) (model.Payment, error) {
-	return r.refundUnmatched(ctx, tradeNo, key, nil)
+func (r *Refunds) RefundUnmatched(ctx context.Context, provider model.Provider, tradeNo, key string) (model.Payment, error) {
+	return r.refundUnmatched(ctx, provider, tradeNo, key, nil)
 }
 
 // RefundUnmatchedAs is RefundUnmatched by a console operator: the form's
 // one-time key is the idempotency key, recorded in admin_audit in the
 // same transaction, first — so the same form again is
 // model.ErrAlreadyDone.
-func (r *Refunds) RefundUnmatchedAs(ctx context.Context, act model.Act, tradeNo string) (model.Payment, error) {
+func (r *Refunds) RefundUnmatchedAs(ctx context.Context, act model.Act, provider model.Provider, tradeNo string) (model.Payment, error) {
 	if err := checkAct(act, false); err != nil {
 		return model.Payment{}, err
 	}
-	return r.refundUnmatched(ctx, tradeNo, act.Key, &act)
+	return r.refundUnmatched(ctx, provider, tradeNo, act.Key, &act)
 }
 
-func (r *Refunds) refundUnmatched(ctx context.Context, tradeNo, key string, act *model.Act) (model.Payment, error) {
+func (r *Refunds) refundUnmatched(ctx context.Context, provider model.Provider, tradeNo, key string, act *model.Act) (model.Payment, error) {
 	if !model.ValidIdempotencyKey(key) {
 		return model.Payment{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
 	}
@@ -46,7 +46,7 @@ func (r *Refunds) refundUnmatched(ctx context.Context, tradeNo, key string, act 
 		return model.Payment{}, fmt.Errorf("%w: %q", model.ErrPaymentNotFound, tradeNo)
 	}
 	var out model.Payment
-	err := r.store.UpdateOrderless(ctx, model.ProviderAlipay, tradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
+	err := r.store.UpdateOrderless(ctx, provider, tradeNo, func(ctx context.Context, tx *dao.OrderlessTx, p model.Payment) error {
 		out = p
 		audit := func(by model.Act) error {
 			return tx.InsertAudit(ctx, model.Audit{Key: by.Key, Operator: by.Operator, Action: model.AuditPaymentRefund,

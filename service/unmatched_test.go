@@ -48,14 +48,14 @@ func TestUnmatchedRecordedAndRefundedOnce(t *testing.T) {
 			t.Fatalf("refunded unasked: %+v", tr.Refunds)
 		}
 
-		got, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-1")
+		got, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, "ops-1")
 		if err != nil || got.State != model.PaymentRefundPending {
 			t.Fatalf("refund: %+v %v", got, err)
 		}
-		if got, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-1"); err != nil || got.State != model.PaymentRefundPending {
+		if got, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, "ops-1"); err != nil || got.State != model.PaymentRefundPending {
 			t.Fatalf("same key again: %+v %v", got, err)
 		}
-		if _, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-2"); !errors.Is(err, model.ErrNotUnmatched) {
+		if _, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, "ops-2"); !errors.Is(err, model.ErrNotUnmatched) {
 			t.Fatalf("another key: %v", err)
 		}
 		for range 3 {
@@ -76,17 +76,17 @@ func TestUnmatchedRecordedAndRefundedOnce(t *testing.T) {
 			tradeNo, model.RefundRefunding, model.RefundRefunded); n != 2 {
 			t.Errorf("%d changes to REFUNDING or REFUNDED of the refund of an unmatched payment, want 2", n)
 		}
-		if got, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-1"); err != nil || got.State != model.PaymentRefunded {
+		if got, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, "ops-1"); err != nil || got.State != model.PaymentRefunded {
 			t.Fatalf("same key after the refund: %+v %v", got, err)
 		}
 
 		// A payment with an order is refunded through its order.
 		r.order(t, "HAS-ORDER", "1.00")
 		r.notify(t, "HAS-ORDER", "2026113022001400000000000802", "1.00")
-		if _, err := r.refunds.RefundUnmatched(ctx, "2026113022001400000000000802", "ops-3"); !errors.Is(err, model.ErrNotUnmatched) {
+		if _, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, "2026113022001400000000000802", "ops-3"); !errors.Is(err, model.ErrNotUnmatched) {
 			t.Fatalf("refund of a matched payment: %v", err)
 		}
-		if _, err := r.refunds.RefundUnmatched(ctx, "NO-SUCH-TRADE", "ops-4"); !errors.Is(err, model.ErrPaymentNotFound) {
+		if _, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, "NO-SUCH-TRADE", "ops-4"); !errors.Is(err, model.ErrPaymentNotFound) {
 			t.Fatalf("refund of no payment: %v", err)
 		}
 	})
@@ -144,7 +144,7 @@ func TestReconcileUnmatchedAndConsoleCap(t *testing.T) {
 		if err != nil || p.State != model.PaymentUnmatched {
 			t.Fatalf("payment %+v %v", p, err)
 		}
-		if _, err := r.refunds.RefundUnmatched(ctx, tradeNo, "ops-9"); err != nil {
+		if _, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, "ops-9"); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {

@@ -279,8 +279,11 @@ func (c *Client) transaction(t payments.Transaction) (Transaction, error) {
 		return Transaction{}, fmt.Errorf("%w: no positive amount.total", model.ErrInvalidNotification)
 	}
 	tx.Total = *t.Amount.Total
-	if cur := deref(t.Amount.Currency); cur != "" {
-		tx.Currency = cur
+	if cur := deref(t.Amount.Currency); cur != "" && cur != "CNY" {
+		// 直连商户 take CNY only, and the ledger has no currency: a
+		// payment in another would be recorded as yuan. Refused (WeChat Pay
+		// resends) so that an operator sees it.
+		return Transaction{}, fmt.Errorf("%w: currency %q, this merchant takes CNY only", model.ErrInvalidNotification, clip(cur))
 	}
 	at, err := time.Parse(time.RFC3339, deref(t.SuccessTime))
 	if err != nil {

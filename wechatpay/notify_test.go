@@ -132,6 +132,7 @@ func TestVerifyNotification(t *testing.T) {
 		{"NotPaid", both, spec{resource: with(paid(), "trade_state", "NOTPAY")}, wechatpay.ErrNotPaid},
 		{"NoAmount", both, spec{resource: with(paid(), "amount", map[string]any{"currency": "CNY"})}, model.ErrInvalidNotification},
 		{"AmountNotInteger", both, spec{resource: with(paid(), "amount", map[string]any{"total": 100.5})}, model.ErrInvalidNotification},
+		{"NotCNY", both, spec{resource: with(paid(), "amount", map[string]any{"total": 10000, "currency": "USD"})}, model.ErrInvalidNotification},
 		{"NoSuccessTime", both, spec{resource: with(paid(), "success_time", "")}, model.ErrInvalidNotification},
 		{"UnknownEvent", both, spec{event: "TRANSACTION.CLOSED"}, model.ErrInvalidNotification},
 	} {

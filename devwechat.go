@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"paynotify/fakewechatpay"
+	"paynotify/model"
+	"paynotify/wechatpay"
+)
+
+// devWeChat is dev's WeChat Pay: a fake on its own loopback port (the
+// SDK keeps WeChat Pay's paths at the root of the gateway), the provider
+// pointed at it, and the notice check that tells the fake of each
+// replayed payment so the jobs find it.
+type devWeChat struct {
+	fake     *fakewechatpay.Server
+	provider *wechatpay.Provider
+}
+
+// devWeChatPay starts dev's fake WeChat Pay, signing at random with its
+// public key or its platform certificate (the service trusts both), and
+// notifying base's /wechatpay/notify.
+func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
+	fake, err := fakewechatpay.New(fakewechatpay.Config{
+		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		PrivateKey: devKey("wechatpay_private_key.pem"), PublicKeyID: devWeChatPublicKeyID,
+		PlatformKey: devKey("wechatpay_platform_private_key.pem"), PlatformCert: devKey("wechatpay_platform_cert.pem"),
+		Sign:              fakewechatpay.SignEither,
+		MerchantPublicKey: devKey("wechatpay_merchant_public_key.pem"), MerchantSerial: devWeChatMerchantSerial,
+		NotifyURL: base + "/wechatpay/notify",
+	})
+	if err != nil {
+		return devWeChat{}, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return devWeChat{}, nil, fmt.Errorf("dev: fake WeChat Pay: %w", err)
+	}
+	srv := &http.Server{Handler: fake.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("fake WeChat Pay stopped", "err", err)
+		}
+	}()
+	stop := func() {
+		fake.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+	gateway := "http://" + ln.Addr().String()
+	client, err := wechatpay.New(wechatpay.Config{
+		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
+		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
+		PlatformCerts: []string{devKey("wechatpay_platform_cert.pem")},
+		Gateway:       gateway,
+	})
+	if err != nil {
+		stop()
+		return devWeChat{}, nil, err
+	}
+	log.Info("dev mode: a fake WeChat Pay at "+gateway, "mchid", devWeChatMchID, "appid", devWeChatAppID)
+	return devWeChat{fake: fake, provider: wechatpay.NewProvider(client, base+"/wechatpay/notify")}, stop, nil
+}
+
+// Notice implements handler.WeChatPayVerifier: the provider's check, and
+// the fake told of a paid transaction it did not open (a replayed file).
+func (d devWeChat) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
+	n, err := d.provider.Notice(ctx, h, body)
+	if err != nil || n.Payment.TradeNo == "" {
+		return n, err
+	}
+	fen, err := wechatpay.Fen(n.Payment.Amount)
+	if err != nil {
+		return n, nil // the ledger refuses it
+	}
+	paidAt := time.Now()
+	if n.Payment.PaidAt != nil {
+		paidAt = *n.Payment.PaidAt
+	}
+	d.fake.AddPaidTrade(n.Payment.OutTradeNo, n.Payment.TradeNo, fen, paidAt)
+	return n, nil
+}

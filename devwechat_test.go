@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"paynotify/dao"
+	"paynotify/fakewechatpay"
+	"paynotify/handler"
+	"paynotify/model"
+)
+
+// What QA does with WeChat Pay on a fresh clone: `go run . dev`, then
+// replay every file in testdata/notify/wechatpay, each signed afresh as
+// `sign -provider wechatpay` does. Each HTTP status, and the ledger at the
+// end, is what the cases say: the same as Alipay's replay.
+func TestDevReplaysWeChatPayTestdata(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	base, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	if !strings.Contains(logs.String(), "sign -provider wechatpay") {
+		t.Errorf("dev does not print the WeChat Pay replay line:\n%s", logs)
+	}
+	for _, c := range weChatCases {
+		body, err := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", c.name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, answer := postWeChat(t, base+"/wechatpay/notify", bytes.TrimSpace(body), "wechatpay_private_key.pem", devWeChatPublicKeyID)
+		if status != c.status {
+			t.Errorf("%s: answer %d %s, want %d", c.name, status, answer, c.status)
+		}
+		if status == http.StatusNoContent && answer != "" {
+			t.Errorf("%s: 204 with a body %q", c.name, answer)
+		}
+		if status >= 400 && !strings.Contains(answer, `"code":"FAIL"`) {
+			t.Errorf("%s: %d answered %q, want {\"code\":\"FAIL\",…}", c.name, status, answer)
+		}
+	}
+	// A signature probe, and a body signed by the platform certificate.
+	probe := make(http.Header)
+	probe.Set("Wechatpay-Signature", "WECHATPAY/SIGNTEST/abcdef")
+	if status, _ := postWeChatHeaders(t, base+"/wechatpay/notify", []byte(`{}`), probe); status < 400 {
+		t.Errorf("signature probe answered %d", status)
+	}
+	body, _ := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", "pay_demo_1004.json"))
+	if status, answer := postWeChat(t, base+"/wechatpay/notify", bytes.TrimSpace(body), "wechatpay_platform_private_key.pem", devWeChatCertSerial); status != 204 {
+		t.Errorf("resend by the platform certificate: %d %s", status, answer)
+	}
+
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	want := map[string]struct {
+		status model.OrderStatus
+		states []model.PaymentState
+	}{
+		"DEMO-1001": {model.OrderPaid, []model.PaymentState{model.PaymentApplied, model.PaymentRefundPending}},
+		"DEMO-1002": {model.OrderAwaitingPayment, []model.PaymentState{model.PaymentRefundPending}},
+		"DEMO-1003": {model.OrderClosed, []model.PaymentState{model.PaymentRefundPending}},
+		"DEMO-1004": {model.OrderPaid, []model.PaymentState{model.PaymentApplied}},
+	}
+	for sn, w := range want {
+		o, err := store.Order(context.Background(), sn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pays, err := store.PaymentsByOrder(context.Background(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var states []model.PaymentState
+		for _, p := range pays {
+			if p.Provider != model.ProviderWechatpay {
+				t.Errorf("%s: a payment by %s", sn, p.Provider)
+			}
+			states = append(states, p.State)
+		}
+		if o.Status != w.status || len(states) != len(w.states) {
+			t.Errorf("%s: status %d payments %v, want %d %v", sn, o.Status, states, w.status, w.states)
+			continue
+		}
+		for i := range states {
+			if states[i] != w.states[i] {
+				t.Errorf("%s: payments %v, want %v", sn, states, w.states)
+			}
+		}
+	}
+}
+
+// A buyer pays a new order through dev's fake WeChat Pay: the pay request
+// answers a code_url, its cashier's Pay button notifies, the order is paid.
+func TestDevPaysThroughWeChatPay(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	token, err := handler.MemberToken([]byte(devJWTSecret), 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(path, key, body string) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return m
+	}
+	order := call("/api/v1/orders", "wx-order-1", `{"items":[{"sku_id":1,"quantity":1}]}`)
+	sn, _ := order["order_sn"].(string)
+	if sn == "" {
+		t.Fatalf("order %v", order)
+	}
+	pay := call("/api/v1/orders/"+sn+"/pay", "wx-pay-1", `{"provider":"wechatpay","method":"native"}`)
+	codeURL, _ := pay["code_url"].(string)
+	if codeURL == "" || pay["provider"] != "wechatpay" {
+		t.Fatalf("pay answer %v", pay)
+	}
+	prepay := codeURL[strings.LastIndex(codeURL, "/")+1:]
+	resp, err := http.PostForm(codeURL[:strings.LastIndex(codeURL, "/")]+"/pay", url.Values{"prepay_id": {prepay}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "paid") || strings.Contains(string(page), "alert") {
+		t.Fatalf("cashier after Pay:\n%s", page)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	o, err := store.Order(context.Background(), sn)
+	if err != nil || o.Status != model.OrderPaid {
+		t.Fatalf("order %s: %+v %v, want paid", sn, o.Status, err)
+	}
+	// jsapi without the payer's openid is refused before anything opens.
+	order2 := call("/api/v1/orders", "wx-order-2", `{"items":[{"sku_id":1,"quantity":1}]}`)
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/orders/"+order2["order_sn"].(string)+"/pay", strings.NewReader(`{"provider":"wechatpay","method":"jsapi"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", "wx-pay-2")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusBadRequest {
+		t.Fatalf("jsapi without openid: %d, want 400", r2.StatusCode)
+	}
+}
+
+// postWeChat signs body now with the dev key keyFile as serial, and
+// posts it as WeChat Pay does.
+func postWeChat(t *testing.T, to string, body []byte, keyFile, serial string) (int, string) {
+	t.Helper()
+	g, err := fakewechatpay.SignNotification(devKey(keyFile), serial, time.Now(), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := make(http.Header)
+	g.Set(h)
+	return postWeChatHeaders(t, to, body, h)
+}
+
+func postWeChatHeaders(t *testing.T, to string, body []byte, h http.Header) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, to, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

@@ -1,0 +1,108 @@
+package wechatpay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/model"
+	"paynotify/wechatpay"
+)
+
+func TestProvider(t *testing.T) {
+	e := newEnv(t, nil)
+	p := wechatpay.NewProvider(e.client, e.recv.srv.URL)
+	ctx := context.Background()
+	start := func(m model.PayMethod, no string, payer model.Payer) string {
+		t.Helper()
+		s, err := p.StartPayment(ctx, model.PayStart{OutTradeNo: no, Subject: "Order " + no, Amount: decimal.RequireFromString("88.00"),
+			Method: m, ExpireAt: time.Now().Add(10 * time.Minute), Payer: payer})
+		if err != nil {
+			t.Fatalf("start %s: %v", m, err)
+		}
+		return s
+	}
+	for _, m := range []model.PayMethod{model.PayNative, model.PayH5, model.PayJSAPI, model.PayApp} {
+		if !p.Accepts(m) || p.SignsLocally(m) {
+			t.Errorf("%s: accepts %v, signs locally %v", m, p.Accepts(m), p.SignsLocally(m))
+		}
+	}
+	if p.Accepts(model.PayQR) {
+		t.Error("WeChat Pay accepts Alipay's qr")
+	}
+	var cp model.ClientPay
+	if err := json.Unmarshal([]byte(start(model.PayJSAPI, "DEMO-9001", model.Payer{OpenID: "oDEMO"})), &cp); err != nil || cp.PrepayID == "" || cp.Params["paySign"] == "" {
+		t.Fatalf("jsapi answer %+v %v", cp, err)
+	}
+	start(model.PayNative, "DEMO-9002", model.Payer{})
+	if tr, _ := e.fake.Trade("DEMO-9002"); tr.Total != 8800 {
+		t.Fatalf("88.00 yuan opened as %d fen", tr.Total)
+	}
+	if tr, err := p.QueryTrade(ctx, "DEMO-9002"); err != nil || tr.Status != model.TradeWaitBuyerPay || tr.Provider != model.ProviderWechatpay {
+		t.Fatalf("query unpaid: %+v %v", tr, err)
+	}
+	if err := e.fake.Pay(ctx, "DEMO-9002"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := p.QueryTrade(ctx, "DEMO-9002")
+	if err != nil || tr.Status != model.TradeSuccess || !tr.Amount.Equal(decimal.RequireFromString("88.00")) || tr.TradeNo == "" || tr.PaidAt == nil {
+		t.Fatalf("query paid: %+v %v", tr, err)
+	}
+	if o := tr.Observation(); o.Check() != nil || o.Provider != model.ProviderWechatpay {
+		t.Fatalf("observation %+v: %v", o, o.Check())
+	}
+
+	t.Run("Refund", func(t *testing.T) {
+		if done, err := p.RefundDone(ctx, tr.TradeNo, "RF-9002-1", decimal.RequireFromString("10.00")); err != nil || done {
+			t.Fatalf("before: done %v %v", done, err)
+		}
+		if err := p.Refund(ctx, tr.TradeNo, "RF-9002-1", decimal.RequireFromString("10.00"), "after-sale"); !errors.Is(err, model.ErrGatewayUnknown) {
+			t.Fatalf("refund: %v, want PROCESSING as unknown", err)
+		}
+		if done, err := p.RefundDone(ctx, tr.TradeNo, "RF-9002-1", decimal.RequireFromString("10.00")); err != nil || !done {
+			t.Fatalf("after: done %v %v", done, err)
+		}
+		e.fake.SettleNextRefunds(wechatpay.RefundAbnormal, 1)
+		p.Refund(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00"), "")
+		if done, err := p.RefundDone(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00")); err != nil || done {
+			t.Fatalf("abnormal: done %v %v, want false and no error (ask again, be refused)", done, err)
+		}
+		if err := p.Refund(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00"), ""); !errors.Is(err, model.ErrGatewayRefused) {
+			t.Fatalf("abnormal asked again: %v, want refused for an operator", err)
+		}
+		if got, _ := e.fake.Trade("DEMO-9002"); got.Refunded != 1100 {
+			t.Fatalf("refunded %d fen, want 1100", got.Refunded)
+		}
+	})
+	t.Run("FenOnly", func(t *testing.T) {
+		if _, err := wechatpay.Fen(decimal.RequireFromString("0.001")); !errors.Is(err, model.ErrInvalidRequest) {
+			t.Fatalf("0.001 yuan: %v", err)
+		}
+	})
+}
+
+func TestProviderTradeBill(t *testing.T) {
+	e := newEnv(t, nil)
+	p := wechatpay.NewProvider(e.client, e.recv.srv.URL)
+	ctx := context.Background()
+	if _, err := p.TradeBill(ctx, time.Now()); !errors.Is(err, model.ErrNoBill) {
+		t.Fatalf("a day without trades: %v, want ErrNoBill", err)
+	}
+	e.paidTrade(t, "DEMO-9101", 1234)
+	b, err := p.TradeBill(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var got []model.BillEntry
+	if err := b.Entries(func(x model.BillEntry) error { got = append(got, x); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].OutTradeNo != "DEMO-9101" || !got[0].Amount.Equal(decimal.RequireFromString("12.34")) {
+		t.Fatalf("entries %+v", got)
+	}
+}
