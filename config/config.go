@@ -106,27 +106,47 @@ func Load(environ []string) (Config, error) {
 			vars[k] = v
 		}
 	}
-	var problems []string
-	// unreadable: variables whose value did not parse; their fields hold
-	// zero, which the range checks below must not report again.
-	unreadable := map[string]bool{}
-	c, err := env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	c, problems, unreadable, err := parse(vars)
 	if err != nil {
-		var agg env.AggregateError
-		if !errors.As(err, &agg) {
-			return c, &Error{Problems: []string{err.Error()}}
-		}
-		for _, e := range agg.Errors {
-			var pe env.ParseError
-			if !errors.As(e, &pe) {
-				problems = append(problems, e.Error())
-				continue
-			}
-			name := varName(pe.Name)
-			unreadable[name] = true
-			problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], wantOf(pe.Type)))
-		}
+		return c, err
 	}
+	problems = append(problems, c.check(vars, unreadable)...)
+	if len(problems) > 0 {
+		return c, &Error{Problems: problems}
+	}
+	return c, nil
+}
+
+// parse reads vars into a Config by the struct's tags: the problems are
+// the values that did not parse, and unreadable their variables (whose
+// fields hold zero, which check must not report again).
+func parse(vars map[string]string) (c Config, problems []string, unreadable map[string]bool, err error) {
+	unreadable = map[string]bool{}
+	c, err = env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	if err == nil {
+		return c, nil, unreadable, nil
+	}
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return c, nil, nil, &Error{Problems: []string{err.Error()}}
+	}
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if !errors.As(e, &pe) {
+			problems = append(problems, e.Error())
+			continue
+		}
+		name := varName(pe.Name)
+		unreadable[name] = true
+		problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], wantOf(pe.Type)))
+	}
+	return c, problems, unreadable, nil
+}
+
+// check names every value out of its range (the operators it also reads
+// into c.Operators).
+func (c *Config) check(vars map[string]string, unreadable map[string]bool) []string {
+	var problems []string
 	// check reports name unless ok, showing what was set unless secret.
 	check := func(name string, ok bool, want string, secret bool) {
 		switch {
@@ -172,10 +192,7 @@ func Load(environ []string) (Config, error) {
 	check("RECON_AT", reconErr == nil, "HH:MM in Beijing time (such as 09:30), or off", false)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
-	if len(problems) > 0 {
-		return c, &Error{Problems: problems}
-	}
-	return c, nil
+	return problems
 }
 
 // Error is every problem found in the configuration, each naming its
