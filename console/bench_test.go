@@ -233,7 +233,7 @@ func seedLedger(b *testing.B, store *dao.Store) {
 	}
 	runs := newBatch(b, db, "recon_run", "id, provider, bill_date, state, attempts, owner, lease_until, started_at, finished_at, create_time, update_time")
 	recon := newBatch(b, db, "recon_item", "run_id, attempt_no, outcome, ref, trade_no, out_trade_no, out_request_no, bill_amount, ledger_amount, detail, resolved_at, resolved_by, note, create_time, update_time")
-	outcomes := []string{"REPAIRED", "MISSING_AT_ALIPAY", "AMOUNT_DIFFERS", "UNKNOWN_REFUND", "UNMATCHED"}
+	outcomes := []string{"REPAIRED", "MISSING_AT_PROVIDER", "AMOUNT_DIFFERS", "UNKNOWN_REFUND", "UNMATCHED"}
 	for d := 1; d <= 30; d++ {
 		day := now.AddDate(0, 0, -d)
 		runs.add(d, "alipay", day.Format("2006-01-02"), "DONE", 1, "bench", day, day, day, day, day)

@@ -8,7 +8,7 @@ import (
 )
 
 // ResolveFoundElsewhere resolves, as by reconciliation with note, the open
-// MISSING_AT_ALIPAY and REFUND_MISSING_AT_ALIPAY items of provider's runs
+// MISSING_AT_PROVIDER and REFUND_MISSING_AT_PROVIDER items of provider's runs
 // of bill dates [fromDate, toDate] other than run runID whose line a bill
 // has matched since (recon_seen) — a payment or refund recorded near
 // midnight, or confirmed late, that the next or previous day's bill holds,
@@ -22,8 +22,8 @@ WHERE resolved_at IS NULL
     OR (outcome = ? AND EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = ? AND s.kind = ? AND s.ref = recon_item.ref)))`,
 		now.UTC(), reconResolver, model.Truncate(note, 500), now.UTC(),
 		provider, fromDate, toDate, runID,
-		model.ReconMissingAtAlipay, provider, model.BillPayment,
-		model.ReconRefundMissingAtAlipay, provider, model.BillRefund)
+		model.ReconMissingAtProvider, provider, model.BillPayment,
+		model.ReconRefundMissingAtProvider, provider, model.BillRefund)
 	return res.RowsAffected, mapErr(res.Error)
 }
 

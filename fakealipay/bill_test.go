@@ -1,6 +1,7 @@
 package fakealipay_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	smartwalle "github.com/smartwalle/alipay/v3"
 
 	"paynotify/alipay"
+	"paynotify/alipay/bill"
 	"paynotify/fakealipay"
 	"paynotify/model"
 )
@@ -105,6 +107,19 @@ func TestBill(t *testing.T) {
 	e.fake.ServeBill("2026-11-30", []byte("PK\x03\x04 not really"))
 	if _, _, err := entriesOf(t, e.alipay, day); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "not a readable ZIP") {
 		t.Fatalf("damaged bill: %v", err)
+	}
+	// Another day's bill served for this one is refused: it would make
+	// false differences and repair another day's payments.
+	var other bytes.Buffer
+	if err := bill.WriteZip(&other, bill.Header{Account: sellerID, Date: bj("2026-11-25 00:00:00")}, func(w *bill.Writer) error {
+		return w.Write(bill.Line{BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: "2026112522001400000000000001", OutTradeNo: "SN-OLD",
+			Amount: dec("1.00"), Received: dec("1.00"), FinishedAt: bj("2026-11-25 10:00:00").UTC()}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ServeBill("2026-11-30", other.Bytes())
+	if _, _, err := entriesOf(t, e.alipay, day); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "not the bill of 2026-11-30") {
+		t.Fatalf("the bill of 2026-11-25 for 2026-11-30: %v", err)
 	}
 	e.fake.ServeBill("2026-11-30", nil)
 	if _, _, err := entriesOf(t, e.alipay, day); err != nil {

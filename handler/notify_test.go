@@ -230,6 +230,14 @@ func TestNotify(t *testing.T) {
 				return request{body: strings.Join(parts, "&")}
 			},
 			want: "success", wantStatus: model.OrderPaid, wantPaid: true},
+		// A trade_no an operator could never name again (a path, a link, a
+		// spreadsheet would read it as something else) is refused where it
+		// enters, never recorded as money nobody can refund.
+		{name: "UnreachableTradeNoRefused", outcome: "invalid",
+			req: func(t *testing.T, s *server, sn string) request {
+				return request{body: s.signedBody(t, paidForm(sn, "T00:cmd|calc!A0", "100.00"))}
+			},
+			want: "failure", unchanged: true},
 		{name: "TradeNo128CharsApplies", outcome: "applied",
 			req: func(t *testing.T, s *server, sn string) request {
 				return request{body: s.signedBody(t, paidForm(sn, strings.Repeat("2", 128), "100.00"))}

@@ -67,7 +67,7 @@ func TestReconciliationViews(t *testing.T) {
 			t.Fatalf("runs %+v", list)
 		}
 		r := list.Reconciliations[0]
-		if r.BillDate != date || r.State != "DONE" || r.Counts["REPAIRED"] != 1 || r.Counts["MISSING_AT_ALIPAY"] != 1 ||
+		if r.BillDate != date || r.State != "DONE" || r.Counts["REPAIRED"] != 1 || r.Counts["MISSING_AT_PROVIDER"] != 1 ||
 			r.Unresolved != 1 || r.Bill["payment_amount"] != "8.00" || r.Ledger["payment_amount"] != "13.00" {
 			t.Fatalf("run %+v", r)
 		}
@@ -81,7 +81,7 @@ func TestReconciliationViews(t *testing.T) {
 				Note     string `json:"note"`
 			} `json:"items"`
 		}
-		c.mustGetJSON(t, "/admin/reconciliations/"+date+"?outcome=MISSING_AT_ALIPAY", &detail)
+		c.mustGetJSON(t, "/admin/reconciliations/"+date+"?outcome=MISSING_AT_PROVIDER", &detail)
 		if len(detail.Items) != 1 || detail.Items[0].TradeNo != "T-RV-FORGED" || detail.Items[0].Resolved {
 			t.Fatalf("items %+v", detail)
 		}

@@ -13,7 +13,7 @@ import (
 func (m *Metrics) newRecon() {
 	m.reconItems = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_items_total",
-		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_ALIPAY, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",
+		Help: "Differences reconciliation recorded, by outcome (MISSING_AT_PROVIDER, AMOUNT_DIFFERS, UNKNOWN_REFUND, ...).",
 	}, []string{"outcome"})
 	m.reconRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_reconciliation_runs_total",

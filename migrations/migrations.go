@@ -52,3 +52,16 @@ func Pending(ctx context.Context, db *sql.DB, driver string) (bool, error) {
 	}
 	return p.HasPending(ctx)
 }
+
+// DownTo rolls back every migration after version: for tests of what a
+// migration does to rows that are already there.
+func DownTo(ctx context.Context, db *sql.DB, driver string, version int64) error {
+	p, err := provider(db, driver)
+	if err != nil {
+		return err
+	}
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate %s down to %d: %w", driver, version, err)
+	}
+	return nil
+}

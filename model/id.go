@@ -28,6 +28,37 @@ func ValidID(s string) bool {
 	return !strings.ContainsAny(s, "&=")
 }
 
+// MaxRefLen is the longest out_trade_no or out_request_no the ledger
+// records: Alipay documents both as String(64), and their columns hold 64.
+// (trade_no's holds 128, maxIDLen.)
+const MaxRefLen = 64
+
+// Recordable reports whether s may name money the ledger records on a
+// provider's word (a trade_no, out_trade_no or out_request_no from a
+// notification, a query or a bill): at most max characters (128 for a
+// trade_no, MaxRefLen for the others), each a letter, a digit, '-', '_',
+// '.' or ':'. Whatever is recorded must be reachable
+// again as itself — in /admin/payments/{trade_no}/refund, in the console's
+// links, in a spreadsheet — so a space, '&', '=', '|', '/', '%', '#', a
+// quote or a control byte is refused where it enters, with the reason,
+// never recorded as money nobody can return.
+func Recordable(s string, max int) bool {
+	if s == "" || len(s) > max || len(s) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxTradeNoLen is the longest trade_no the ledger records: its column's
+// 128, twice what Alipay documents.
+const MaxTradeNoLen = maxIDLen
+
 // visibleASCII reports whether s is one or more of '!' to '~'.
 func visibleASCII(s string) bool {
 	if s == "" {

@@ -37,17 +37,17 @@ func QueryRef(tradeNo string) string { return "query:" + tradeNo }
 func BillRef(date string) string { return "recon-" + date }
 
 // Check refuses an observation the ledger cannot take: an unknown
-// provider, identifiers that are not ValidID (out_trade_no at most 64
-// characters), or an amount that is not positive with at most two
-// decimals. Errors wrap ErrInvalidNotification.
+// provider, identifiers that are not Recordable (an operator could never
+// name the payment again to refund it), or an amount that is not positive
+// with at most two decimals. Errors wrap ErrInvalidNotification.
 func (o Observation) Check() error {
 	switch {
 	case o.Provider.PayType() == PayTypeNone:
 		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, Clip(string(o.Provider)))
-	case !ValidID(o.OutTradeNo) || len(o.OutTradeNo) > maxOutTradeNoLen:
-		return fmt.Errorf("%w: out_trade_no %q", ErrInvalidNotification, Clip(o.OutTradeNo))
-	case !ValidID(o.TradeNo):
-		return fmt.Errorf("%w: trade_no %q", ErrInvalidNotification, Clip(o.TradeNo))
+	case !Recordable(o.OutTradeNo, MaxRefLen):
+		return fmt.Errorf("%w: out_trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.OutTradeNo), MaxRefLen)
+	case !Recordable(o.TradeNo, MaxTradeNoLen):
+		return fmt.Errorf("%w: trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.TradeNo), MaxTradeNoLen)
 	case !o.Amount.IsPositive() || !o.Amount.Equal(o.Amount.Round(2)):
 		return fmt.Errorf("%w: amount %s", ErrInvalidNotification, o.Amount)
 	}

@@ -37,15 +37,15 @@ const (
 	// ReconRepairFailed: a bill payment the ledger lacks that could not be
 	// recorded (its trade_no is bound to another order or amount).
 	ReconRepairFailed ReconOutcome = "REPAIR_FAILED"
-	// ReconMissingAtAlipay: money moved in our ledger that Alipay's bill
-	// does not show. Nothing is changed; it may be a notification we
-	// should not have trusted.
-	ReconMissingAtAlipay ReconOutcome = "MISSING_AT_ALIPAY"
+	// ReconMissingAtProvider: money moved in our ledger that the
+	// provider's bill does not show. Nothing is changed; it may be a
+	// notification we should not have trusted.
+	ReconMissingAtProvider ReconOutcome = "MISSING_AT_PROVIDER"
 	// ReconAmountDiffers: both sides have it, with different amounts.
 	ReconAmountDiffers ReconOutcome = "AMOUNT_DIFFERS"
-	// ReconRefundMissingAtAlipay: we say REFUNDED, the bill has no such
-	// refund.
-	ReconRefundMissingAtAlipay ReconOutcome = "REFUND_MISSING_AT_ALIPAY"
+	// ReconRefundMissingAtProvider: we say REFUNDED, the provider's bill
+	// has no such refund.
+	ReconRefundMissingAtProvider ReconOutcome = "REFUND_MISSING_AT_PROVIDER"
 	// ReconUnknownRefund: a refund in the bill we never made (from the
 	// merchant console), or one we hold as failed. It is recorded against
 	// its payment, so later refunds never exceed what is left.
@@ -54,8 +54,8 @@ const (
 
 // ReconOutcomes lists every outcome, in the order views show them.
 var ReconOutcomes = []ReconOutcome{
-	ReconRepaired, ReconUnmatched, ReconRepairFailed, ReconMissingAtAlipay,
-	ReconAmountDiffers, ReconRefundMissingAtAlipay, ReconUnknownRefund,
+	ReconRepaired, ReconUnmatched, ReconRepairFailed, ReconMissingAtProvider,
+	ReconAmountDiffers, ReconRefundMissingAtProvider, ReconUnknownRefund,
 }
 
 // Valid reports whether o is a known outcome.

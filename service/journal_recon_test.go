@@ -44,6 +44,8 @@ func TestJournalLinesOfReconciliation(t *testing.T) {
 			model.AccountRefundsPayable, model.AccountWechatpayClearing, "10.00"},
 		{"WechatpayFees", mk(model.EventFeesBooked, model.FeeEventData{Provider: "wechatpay", BillDate: "2026-11-30", Lines: 3, Amount: "0.06"}),
 			model.AccountFeeExpense, model.AccountWechatpayClearing, "0.06"},
+		{"WechatpayFeesGivenBack", mk(model.EventFeesBooked, model.FeeEventData{Provider: "wechatpay", BillDate: "2026-11-30", Lines: 1, Amount: "-0.18"}),
+			model.AccountWechatpayClearing, model.AccountFeeExpense, "0.18"},
 		{"AlipayNamed", mk(model.EventOrderPaid, model.PaymentEventData{OrderID: 9, Provider: "alipay", TradeNo: "T9", Amount: "1.00", State: "APPLIED"}),
 			model.AccountAlipayClearing, model.AccountSales, "1.00"},
 	} {

@@ -235,7 +235,7 @@ func mustJSON(t *testing.T, s string, v any) {
 }
 
 // A payment our ledger holds that Alipay never settled (a forged but
-// verified notification) is MISSING_AT_ALIPAY and changes nothing; so is
+// verified notification) is MISSING_AT_PROVIDER and changes nothing; so is
 // a refund we hold as made that the bill lacks. An amount that differs is
 // AMOUNT_DIFFERS. The exit status a cron job sees is "differences".
 func TestReconcileMissingAndDiffering(t *testing.T) {
@@ -249,10 +249,10 @@ func TestReconcileMissingAndDiffering(t *testing.T) {
 		r.fake.BillAmount("2026113022001400000000000202", dec("19.00"))
 
 		run := r.run(t, r.recon, reconDay)
-		if run.Counts[model.ReconMissingAtAlipay] != 1 || run.Counts[model.ReconAmountDiffers] != 1 || run.Unresolved != 2 {
+		if run.Counts[model.ReconMissingAtProvider] != 1 || run.Counts[model.ReconAmountDiffers] != 1 || run.Unresolved != 2 {
 			t.Fatalf("run %+v", run)
 		}
-		miss := r.items(t, reconDay, model.ReconMissingAtAlipay)
+		miss := r.items(t, reconDay, model.ReconMissingAtProvider)
 		if len(miss) != 1 || miss[0].TradeNo != "2026113022001400000000000201" || !miss[0].LedgerAmount.Equal(dec("50.00")) || miss[0].BillAmount != nil {
 			t.Fatalf("missing items %+v", miss)
 		}
@@ -281,10 +281,10 @@ func TestReconcileMissingAndDiffering(t *testing.T) {
 		}
 		// A re-run finds the same, and keeps the resolution.
 		again := r.run(t, r.recon, reconDay)
-		if again.Unresolved != 1 || again.Counts[model.ReconMissingAtAlipay] != 1 {
+		if again.Unresolved != 1 || again.Counts[model.ReconMissingAtProvider] != 1 {
 			t.Fatalf("re-run %+v", again)
 		}
-		if m := r.items(t, reconDay, model.ReconMissingAtAlipay); len(m) != 1 || m[0].ResolvedBy != "ops-ann" {
+		if m := r.items(t, reconDay, model.ReconMissingAtProvider); len(m) != 1 || m[0].ResolvedBy != "ops-ann" {
 			t.Fatalf("re-run lost the resolution: %+v", m)
 		}
 	})
@@ -360,7 +360,7 @@ func TestReconcileBadOrNoBill(t *testing.T) {
 		r.order(t, "RC-NOBILL", "7.00")
 		r.notify(t, "RC-NOBILL", "2026120122001400000000000402", "7.00")
 		nb := r.run(t, r.recon, next)
-		if nb.State != model.ReconDone || nb.Counts[model.ReconMissingAtAlipay] != 1 || nb.Bill.Payments != 0 {
+		if nb.State != model.ReconDone || nb.Counts[model.ReconMissingAtProvider] != 1 || nb.Bill.Payments != 0 {
 			t.Fatalf("no-bill day %+v", nb)
 		}
 	})

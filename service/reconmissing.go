@@ -23,7 +23,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 			r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
 		},
 		func(p model.Payment) model.ReconItem {
-			return model.ReconItem{Outcome: model.ReconMissingAtAlipay, Ref: p.TradeNo, TradeNo: p.TradeNo,
+			return model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: p.TradeNo, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
 				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"}
 		},
@@ -40,7 +40,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 			r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
 		},
 		func(f model.Refund) model.ReconItem {
-			return model.ReconItem{Outcome: model.ReconRefundMissingAtAlipay, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
+			return model.ReconItem{Outcome: model.ReconRefundMissingAtProvider, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
 				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
 				Detail: "we hold this refund as REFUNDED; Alipay's bill has no such refund"}
 		},

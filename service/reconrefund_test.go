@@ -73,7 +73,7 @@ func TestReconcileEveryMissingRecorded(t *testing.T) {
 			r.notify(t, sn, fmt.Sprintf("20261130220014000000000007%02d", i), "1.00") // the fake never heard of them
 		}
 		run := r.run(t, r.recon, reconDay)
-		if run.State != model.ReconDone || run.Counts[model.ReconMissingAtAlipay] != 5 || run.Unresolved != 5 {
+		if run.State != model.ReconDone || run.Counts[model.ReconMissingAtProvider] != 5 || run.Unresolved != 5 {
 			t.Fatalf("run %+v", run)
 		}
 	})
@@ -114,7 +114,7 @@ func TestReconcileConsoleRefundOfLostPayment(t *testing.T) {
 // A refund Alipay made just before midnight that we confirmed after it (a
 // lost answer, queried later) sits in one day's bill and the next day's
 // ledger window. Reconciled out of order — the next day first — it is
-// REFUND_MISSING_AT_ALIPAY there until its own day's run finds it in the
+// REFUND_MISSING_AT_PROVIDER there until its own day's run finds it in the
 // bill, which resolves that item.
 func TestReconcileRefundAcrossMidnight(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
@@ -142,13 +142,13 @@ func TestReconcileRefundAcrossMidnight(t *testing.T) {
 		r.clock.mu.Unlock()
 
 		next := r.run(t, r.recon, "2026-12-01")
-		if next.Counts[model.ReconRefundMissingAtAlipay] != 1 || next.Unresolved != 1 {
+		if next.Counts[model.ReconRefundMissingAtProvider] != 1 || next.Unresolved != 1 {
 			t.Fatalf("the next day's run first: %+v", next)
 		}
 		if day := r.run(t, r.recon, reconDay); day.Unresolved != 0 {
 			t.Fatalf("the day's run: %+v", day)
 		}
-		d, err := r.recon.Detail(ctx, "2026-12-01", model.ReconRefundMissingAtAlipay, 0)
+		d, err := r.recon.Detail(ctx, "2026-12-01", model.ReconRefundMissingAtProvider, 0)
 		if err != nil || d.Unresolved != 0 || len(d.Items) != 1 || d.Items[0].ResolvedBy != "reconciliation" {
 			t.Fatalf("the next day's item once the day's bill has it: %+v %v", d, err)
 		}

@@ -20,10 +20,13 @@ package bill
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
@@ -70,6 +73,19 @@ const (
 // run instead of filling the disk or the memory.
 const MaxDetailBytes = 4 << 30
 
+// MaxExpansion bounds how many times its compressed size the detail may
+// expand to (plus a mebibyte, for tiny files): a real bill's GBK CSV
+// deflates about 15 times even when as regular as a generated one, while
+// a bomb expands a thousand times — refused after reading a thirty-second
+// of what it claims, not after 4 GiB.
+const MaxExpansion = 32
+
+// MaxEntries bounds the entries a bill ZIP may hold (Alipay's has two,
+// the detail and the summary), checked before the directory is read: a
+// ZIP of millions of empty entries would otherwise cost ~250 bytes of
+// memory each.
+const MaxEntries = 16
+
 // File is an opened, checked bill.
 type File struct {
 	detail *zip.File
@@ -77,12 +93,18 @@ type File struct {
 	Name string
 	// Totals are the file's own totals, which its lines add up to.
 	Totals model.BillTotals
+	// From and To are the date range the detail states (#起始日期,
+	// 终止日期), zero if it states none.
+	From, To time.Time
 }
 
 // Open finds the detail in the bill ZIP r (size bytes) and reads it once,
 // checking everything: after Open succeeds, Entries hands out lines that
 // are known to be whole and consistent. Every fault is model.ErrBadBill.
 func Open(r io.ReaderAt, size int64) (*File, error) {
+	if err := checkDirectory(r, size); err != nil {
+		return nil, err
+	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a readable ZIP: %v", model.ErrBadBill, err)
@@ -104,37 +126,67 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("%w: no *%s in the ZIP (%d entries)", model.ErrBadBill, detailSuffix, len(zr.File))
 	}
 	f := &File{detail: detail, Name: name}
-	if f.Totals, err = f.each(nil); err != nil {
+	var span [2]time.Time
+	if f.Totals, span, err = f.each(nil); err != nil {
 		return nil, err
 	}
+	f.From, f.To = span[0], span[1]
 	return f, nil
+}
+
+// Covers refuses a bill that is not the bill of day (a Beijing day): its
+// detail's name (<pid>_<yyyyMMdd>_业务明细.csv) must name the day, and the
+// date range it states, if any, must be that day's 00:00 to the next 00:00.
+// Another day's bill would make false differences and repair another day's
+// payments. The fault is model.ErrBadBill.
+func (f *File) Covers(day time.Time) error {
+	d := day.In(model.Beijing)
+	start := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, model.Beijing)
+	want := start.Format("20060102")
+	named := ""
+	if parts := strings.Split(strings.TrimSuffix(path.Base(f.Name), detailSuffix), "_"); len(parts) >= 2 {
+		named = parts[len(parts)-1]
+	}
+	if named != want {
+		return fmt.Errorf("%w: the bill is %s, not the bill of %s", model.ErrBadBill, f.Name, start.Format("2006-01-02"))
+	}
+	if !f.From.IsZero() && (!f.From.Equal(start) || !f.To.Equal(start.AddDate(0, 0, 1))) {
+		return fmt.Errorf("%w: the bill covers %s to %s, not %s", model.ErrBadBill,
+			f.From.Format("2006-01-02 15:04:05"), f.To.Format("2006-01-02 15:04:05"), start.Format("2006-01-02"))
+	}
+	return nil
 }
 
 // Entries streams the detail's entries to fn, in file order. fn's error
 // stops it and is returned as is.
 func (f *File) Entries(fn func(model.BillEntry) error) error {
-	_, err := f.each(fn)
+	_, _, err := f.each(fn)
 	return err
 }
 
-func (f *File) each(fn func(model.BillEntry) error) (model.BillTotals, error) {
+func (f *File) each(fn func(model.BillEntry) error) (model.BillTotals, [2]time.Time, error) {
 	rc, err := f.detail.Open()
 	if err != nil {
-		return model.BillTotals{}, fmt.Errorf("%w: %s: %v", model.ErrBadBill, f.Name, err)
+		return model.BillTotals{}, [2]time.Time{}, fmt.Errorf("%w: %s: %v", model.ErrBadBill, f.Name, err)
 	}
 	defer rc.Close()
-	return Scan(&capped{r: rc, left: MaxDetailBytes}, fn)
+	limit := int64(MaxDetailBytes)
+	if c := f.detail.CompressedSize64; c < uint64(limit/MaxExpansion) {
+		limit = min(limit, int64(c)*MaxExpansion+1<<20)
+	}
+	return scan(&capped{r: rc, left: limit, limit: limit}, fn)
 }
 
 // capped fails a read past its limit instead of ending the file early.
 type capped struct {
-	r    io.Reader
-	left int64
+	r           io.Reader
+	left, limit int64
 }
 
 func (c *capped) Read(p []byte) (int, error) {
 	if c.left <= 0 {
-		return 0, fmt.Errorf("%w: detail larger than %d bytes", model.ErrBadBill, int64(MaxDetailBytes))
+		return 0, fmt.Errorf("%w: detail expands past %d bytes (at most %d times its compressed size, and %d)",
+			model.ErrBadBill, c.limit, MaxExpansion, int64(MaxDetailBytes))
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]
@@ -142,6 +194,63 @@ func (c *capped) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
+}
+
+// checkDirectory refuses a ZIP whose central directory holds more than
+// MaxEntries entries, before archive/zip reads it (which reads every
+// header there, whatever count the end record states), and a ZIP64 one: a
+// bill under MaxBillBytes never needs ZIP64.
+func checkDirectory(r io.ReaderAt, size int64) error {
+	const (
+		endLen     = 22
+		endSig     = 0x06054b50
+		dirSig     = 0x02014b50
+		dirLen     = 46
+		locatorLen = 20
+		locatorSig = 0x07064b50
+	)
+	tail := min(size, endLen+0xffff)
+	buf := make([]byte, tail)
+	if _, err := r.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: not a readable ZIP: %v", model.ErrBadBill, err)
+	}
+	end := -1
+	for i := len(buf) - endLen; i >= 0; i-- {
+		if binary.LittleEndian.Uint32(buf[i:]) == endSig && i+endLen+int(binary.LittleEndian.Uint16(buf[i+20:])) <= len(buf) {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return fmt.Errorf("%w: not a readable ZIP: no end of central directory", model.ErrBadBill)
+	}
+	rec := buf[end:]
+	count, dirSize, dirOffset := int(binary.LittleEndian.Uint16(rec[10:])), int64(binary.LittleEndian.Uint32(rec[12:])), int64(binary.LittleEndian.Uint32(rec[16:]))
+	if count == 0xffff || dirSize == 0xffff || dirOffset == 0xffffffff ||
+		end >= locatorLen && binary.LittleEndian.Uint32(buf[end-locatorLen:]) == locatorSig {
+		return fmt.Errorf("%w: a ZIP64 archive: a bill is far smaller", model.ErrBadBill)
+	}
+	if count > MaxEntries {
+		return fmt.Errorf("%w: %d entries in the ZIP, a bill has at most %d", model.ErrBadBill, count, MaxEntries)
+	}
+	// Walk the headers as archive/zip will, stopping one past the limit.
+	// archive/zip reads them from dirOffset, or shifted by data put before
+	// the ZIP when none is there: a bill has none.
+	shifted := size-tail+int64(end)-dirSize-dirOffset != 0
+	off := dirOffset
+	hdr := make([]byte, dirLen)
+	for n := 0; ; n++ {
+		if _, err := r.ReadAt(hdr, off); err != nil || binary.LittleEndian.Uint32(hdr) != dirSig {
+			if n == 0 && shifted {
+				return fmt.Errorf("%w: data before the ZIP: not a bill", model.ErrBadBill)
+			}
+			return nil // archive/zip stops here too, and says what is wrong
+		}
+		if n == MaxEntries {
+			return fmt.Errorf("%w: more than %d entries in the ZIP's directory, a bill has at most %d", model.ErrBadBill, MaxEntries, MaxEntries)
+		}
+		off += dirLen + int64(binary.LittleEndian.Uint16(hdr[28:])) + int64(binary.LittleEndian.Uint16(hdr[30:])) + int64(binary.LittleEndian.Uint16(hdr[32:]))
+	}
 }
 
 // entryName is a ZIP entry's name as text. Alipay's ZIP names are GBK

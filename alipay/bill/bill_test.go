@@ -1,8 +1,11 @@
 package bill_test
 
 import (
+	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -120,6 +123,12 @@ func TestScanLines(t *testing.T) {
 		{"NegativePayment", head + row("交易", "T1", "-1.00", "-1.00", "2026-11-30 10:00:00") + tail(1, "-1.00"), "a payment's are positive"},
 		{"BadTime", head + row("交易", "T1", "1.00", "1.00", "30/11/2026") + tail(1, "1.00"), "完成时间 \"30/11/2026\""},
 		{"EmptyTradeNo", head + row("交易", "", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "支付宝交易号 is empty"},
+		// What the ledger could not record, or an operator never name
+		// again, fails the file before anything is repaired.
+		{"LongTradeNo", head + row("交易", strings.Repeat("7", 129), "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "支付宝交易号 \"777"},
+		{"HostileTradeNo", head + row("交易", "T00=cmd|' /C calc'!A0", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "is not an identifier of at most 128"},
+		{"ControlByte", head + row("交易", "T\x01", "1.00", "1.00", "2026-11-30 10:00:00") + tail(1, "1.00"), "is not an identifier"},
+		{"DateRange", "#起始日期：[2026年11月30日 00:00:00]   终止日期：[2026年11月31日 00:00:00]\n" + head + good + tail(1, "1.00"), "unreadable date range"},
 		{"RowAfterEnd", head + good + tail(1, "1.00") + good, "a row after the 业务明细列表结束 marker"},
 		{"RowBeforeMarker", good + head + good + tail(1, "1.00"), "a row before the 业务明细列表 marker"},
 		{"TotalsDisagree", head + good + tail(1, "1.01"), "#交易合计 says 1 payments, 1.01 received; the rows hold 1, 1.00"},
@@ -157,3 +166,101 @@ func TestScanCallbackError(t *testing.T) {
 }
 
 func itoa(n int) string { return decimal.NewFromInt(int64(n)).String() }
+
+// TestOpenLongOutTradeNo: a line whose out_trade_no is longer than its
+// column (and Alipay's limit, 64) fails Open, the one read before any
+// repair, however late in the file it stands.
+func TestOpenLongOutTradeNo(t *testing.T) {
+	lines := append([]bill.Line{}, sample...)
+	last := sample[0]
+	last.TradeNo, last.OutTradeNo = "2026113022001400000000000009", strings.Repeat("S", 65)
+	lines = append(lines, last)
+	if _, err := open(t, zipOf(bill.Header{Account: pid, Date: day}, lines)); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "商户订单号") {
+		t.Fatalf("Open = %v, want ErrBadBill naming 商户订单号", err)
+	}
+	last.OutTradeNo = strings.Repeat("S", 64)
+	if _, err := open(t, zipOf(bill.Header{Account: pid, Date: day}, append(lines[:len(lines)-1], last))); err != nil {
+		t.Fatalf("64 characters, as the column holds: %v", err)
+	}
+}
+
+// TestCovers: a bill is taken only for the day it is the bill of, by its
+// detail's name and by the range it states.
+func TestCovers(t *testing.T) {
+	f, err := open(t, readFixture(t, "today.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Covers(day); err != nil {
+		t.Fatalf("the day's own bill: %v", err)
+	}
+	if err := f.Covers(day.AddDate(0, 0, 5)); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "not the bill of 2026-12-05") {
+		t.Fatalf("another day: %v", err)
+	}
+	// Named for the day, but stating another day's range inside.
+	other := bill.Header{Account: pid, Date: day.AddDate(0, 0, -5)}
+	f, err = open(t, zipWith(bill.Header{Account: pid, Date: day}, detailWith(other, func(w *bill.Writer) error {
+		for _, l := range sample {
+			w.Write(l)
+		}
+		return w.Close()
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Covers(day); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "covers 2026-11-25 00:00:00 to 2026-11-26 00:00:00") {
+		t.Fatalf("a bill stating 2026-11-25: %v", err)
+	}
+}
+
+// TestOpenManyEntries: a ZIP with more entries than a bill has is refused
+// before its directory is read, whatever count its end record states.
+func TestOpenManyEntries(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	name, _ := bill.FileNames(pid, day)
+	for i := range bill.MaxEntries + 1 {
+		if _, err := zw.Create(fmt.Sprintf("empty-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := zw.Create(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(t, b.Bytes()); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "entries in the ZIP") {
+		t.Fatalf("Open = %v, want ErrBadBill for the entries", err)
+	}
+	// The end record says 2, the directory holds more: counted all the same.
+	raw := b.Bytes()
+	end := bytes.LastIndex(raw, []byte("PK\x05\x06"))
+	binary.LittleEndian.PutUint16(raw[end+8:], 2)
+	binary.LittleEndian.PutUint16(raw[end+10:], 2)
+	if _, err := open(t, raw); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "more than 16 entries in the ZIP's directory") {
+		t.Fatalf("Open of a lying end record = %v", err)
+	}
+}
+
+// TestOpenBomb: a detail that expands a thousand times is refused once it
+// has expanded MaxExpansion times its compressed size, not at 4 GiB.
+func TestOpenBomb(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	name, _ := bill.FileNames(pid, day)
+	w, err := zw.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blank := bytes.Repeat([]byte("\n"), 1<<20)
+	for range 64 { // 64 MiB of blank lines, some 64 KiB zipped
+		w.Write(blank)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(t, b.Bytes()); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "times its compressed size") {
+		t.Fatalf("Open of %d zipped bytes = %v, want ErrBadBill for the expansion", b.Len(), err)
+	}
+}

@@ -4,11 +4,27 @@ import (
 	"encoding/csv"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
 	"paynotify/model"
 )
+
+// readRange reads the preamble's date range.
+func (s *scanner) readRange(text string) error {
+	m := dateRange.FindStringSubmatch(text)
+	if m == nil {
+		return s.fail("unreadable date range %q", model.Clip(text))
+	}
+	from, err1 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[1]), model.Beijing)
+	to, err2 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[2]), model.Beijing)
+	if err1 != nil || err2 != nil || !to.After(from) {
+		return s.fail("unreadable date range %q", model.Clip(text))
+	}
+	s.from, s.to = from, to
+	return nil
+}
 
 // totals reads a #…合计 line of the trailer.
 func (s *scanner) totals(text string) error {

@@ -3,6 +3,7 @@ package bill
 import (
 	"bytes"
 	"encoding/csv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -34,14 +35,14 @@ func (s *scanner) row(raw []byte) (model.BillEntry, error) {
 		}
 		return e, s.fail("%s %q is neither %s nor %s", ColKind, model.Clip(text), kindPayment, kindRefund)
 	}
-	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true); err != nil {
+	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true, model.MaxTradeNoLen); err != nil {
 		return e, err
 	}
-	if e.OutTradeNo, err = s.ident(ColOutTradeNo, cell(ColOutTradeNo), true); err != nil {
+	if e.OutTradeNo, err = s.ident(ColOutTradeNo, cell(ColOutTradeNo), true, model.MaxRefLen); err != nil {
 		return e, err
 	}
 	if e.Kind == model.BillRefund {
-		if e.OutRequestNo, err = s.ident(ColOutRequestNo, cell(ColOutRequestNo), false); err != nil {
+		if e.OutRequestNo, err = s.ident(ColOutRequestNo, cell(ColOutRequestNo), false, model.MaxRefLen); err != nil {
 			return e, err
 		}
 		if e.OutRequestNo == "" {
@@ -95,16 +96,19 @@ func (s *scanner) cells(raw []byte) ([][]byte, error) {
 	return cells, nil
 }
 
-// ident reads an identifier cell: ASCII, like every number Alipay echoes.
-func (s *scanner) ident(col string, b []byte, need bool) (string, error) {
+// ident reads an identifier cell: what the ledger can record
+// (model.Recordable: at most most letters, digits, '-', '_', '.', ':'),
+// checked while Open reads the whole file, so a line the ledger could not
+// take fails the run before anything is repaired.
+func (s *scanner) ident(col string, b []byte, need bool, most int) (string, error) {
 	if len(b) == 0 {
 		if need {
 			return "", s.fail("%s is empty", col)
 		}
 		return "", nil
 	}
-	if hasNonASCII(b) || len(b) > 128 {
-		return "", s.fail("%s is not an ASCII identifier of at most 128 bytes", col)
+	if !model.Recordable(string(b), most) {
+		return "", s.fail("%s %q is not an identifier of at most %d letters, digits, '-', '_', '.', ':'", col, model.Clip(strings.ToValidUTF8(string(b), "?")), most)
 	}
 	return string(b), nil
 }

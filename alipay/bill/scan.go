@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
@@ -36,6 +37,13 @@ var (
 	refundTotals  = regexp.MustCompile(`^#退款合计[:：]\s*(\d+)\s*笔[,，]\s*商家实收退款共\s*(-?\d+(?:\.\d{1,2})?)\s*元`)
 )
 
+// dateRange is the preamble's "#起始日期：[2026年11月30日 00:00:00]
+// 终止日期：[2026年12月01日 00:00:00]".
+var dateRange = regexp.MustCompile(`^#起始日期[:：]\s*\[([^\]]+)\]\s*终止日期[:：]\s*\[([^\]]+)\]`)
+
+// rangeTime is the layout of the range's times.
+const rangeTime = "2006年01月02日 15:04:05"
+
 // gbkPayment and gbkRefund are 交易 and 退款 as GBK bytes: the kind cell is
 // compared undecoded.
 var gbkPayment, gbkRefund = mustGBK(kindPayment), mustGBK(kindRefund)
@@ -57,6 +65,8 @@ type scanner struct {
 	stated  model.BillTotals
 	counted model.BillTotals
 	seen    struct{ payments, refunds bool }
+	// from and to are the preamble's date range, zero if it has none.
+	from, to time.Time
 }
 
 // Scan reads a detail (GBK CSV in Alipay's layout) from r, calling fn for
@@ -66,7 +76,19 @@ type scanner struct {
 // earlier entries: act on them only once Scan has returned nil (Open does
 // exactly that).
 func Scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error) {
+	t, _, err := scan(r, fn)
+	return t, err
+}
+
+// scan is Scan, which also says the date range the preamble states (zero
+// times if none).
+func scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, [2]time.Time, error) {
 	s := &scanner{}
+	t, err := s.run(r, fn)
+	return t, [2]time.Time{s.from, s.to}, err
+}
+
+func (s *scanner) run(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		raw, err := br.ReadSlice('\n')
@@ -169,6 +191,8 @@ func (s *scanner) frame(text string) error {
 		return s.fail("a # line inside the detail: %q", model.Clip(text))
 	case s.part == trailer:
 		return s.totals(text)
+	case s.part == preamble && strings.HasPrefix(text, "#起始日期"):
+		return s.readRange(text)
 	}
 	return nil
 }
