@@ -37,7 +37,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		return usageError{fmt.Errorf("reconcile: -date %q: want yyyy-MM-dd", *date)}
 	}
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
+	acfg, aerr := alipay.FromConfig(cfg, devKeys())
 	if err := config.Join(err, aerr); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func serve(ctx context.Context, env environment) error {
 	}
 	// Every problem at once: the general settings' and Alipay's.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
+	acfg, aerr := alipay.FromConfig(cfg, devKeys())
 	if err := config.Join(err, aerr); err != nil {
 		return err
 	}

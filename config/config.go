@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
-
-	"paynotify/alipay"
 )
 
 // Config is every setting paynotify reads. Names are fixed: deployment
@@ -98,7 +96,8 @@ const ShutdownGrace = 20 * time.Second
 
 // Load reads the configuration from environ (os.Environ() form). It checks
 // types and ranges, and names every problem, by its environment variable,
-// in one *Error; Alipay checks what the Alipay settings mean.
+// in one *Error; each provider's adapter reads its own settings from
+// the Config (alipay.FromConfig).
 func Load(environ []string) (Config, error) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -277,84 +276,9 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// Alipay resolves the Alipay settings (values or files) into a client
-// configuration. It names every missing or malformed variable in one
-// error, and refuses any key in devKeys (the development keys from
-// testdata/, which are public).
-func (c Config) Alipay(devKeys []string) (alipay.Config, error) {
-	var errs []error
-	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
-	ac := alipay.Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production, SandboxGateway: c.AlipaySandboxGateway}
-	if c.AppID == "" {
-		missing("ALIPAY_APP_ID")
-	}
-	if c.SellerID == "" {
-		missing("ALIPAY_SELLER_ID")
-	} else if !strings.HasPrefix(c.SellerID, "2088") {
-		errs = append(errs, fmt.Errorf("ALIPAY_SELLER_ID %q: an Alipay seller id starts with 2088", c.SellerID))
-	}
-
-	var err error
-	if ac.AppPrivateKey, err = valueOrFile("ALIPAY_APP_PRIVATE_KEY", c.AppPrivateKey, c.AppPrivateKeyFile); err != nil {
-		errs = append(errs, err)
-	} else if ac.AppPrivateKey == "" {
-		missing("ALIPAY_APP_PRIVATE_KEY or ALIPAY_APP_PRIVATE_KEY_FILE")
-	} else if err := alipay.CheckPrivateKey(ac.AppPrivateKey); err != nil {
-		errs = append(errs, fmt.Errorf("ALIPAY_APP_PRIVATE_KEY: %w", err))
-	}
-
-	certMode := c.AppCertFile != "" || c.AlipayPublicCertFile != "" || c.AlipayRootCertFile != ""
-	if certMode {
-		for _, f := range []struct {
-			name, path string
-			dst        *string
-		}{
-			{"ALIPAY_APP_CERT_FILE", c.AppCertFile, &ac.AppCert},
-			{"ALIPAY_PUBLIC_CERT_FILE", c.AlipayPublicCertFile, &ac.AlipayPublicCert},
-			{"ALIPAY_ROOT_CERT_FILE", c.AlipayRootCertFile, &ac.AlipayRootCert},
-		} {
-			if f.path == "" {
-				missing(f.name + " (certificate mode needs all three certificate files)")
-				continue
-			}
-			b, err := os.ReadFile(f.path)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-				continue
-			}
-			*f.dst = string(b)
-		}
-		if ac.AlipayPublicCert != "" {
-			if err := alipay.CheckCertificate(ac.AlipayPublicCert); err != nil {
-				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE: %w", err))
-			}
-		}
-	} else {
-		if ac.AlipayPublicKey, err = valueOrFile("ALIPAY_PUBLIC_KEY", c.AlipayPublicKey, c.AlipayPublicKeyFile); err != nil {
-			errs = append(errs, err)
-		} else if ac.AlipayPublicKey == "" {
-			missing("ALIPAY_PUBLIC_KEY or ALIPAY_PUBLIC_KEY_FILE (or the three certificate files)")
-		} else if err := alipay.CheckPublicKey(ac.AlipayPublicKey); err != nil {
-			errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_KEY: %w", err))
-		}
-	}
-
-	for _, dev := range devKeys {
-		if sameKey(dev, ac.AppPrivateKey) {
-			errs = append(errs, errors.New("ALIPAY_APP_PRIVATE_KEY is a development key from testdata/: use it with `paynotify dev` only"))
-		}
-		if sameKey(dev, ac.AlipayPublicKey) {
-			errs = append(errs, errors.New("ALIPAY_PUBLIC_KEY is a development key from testdata/: use it with `paynotify dev` only"))
-		}
-	}
-	if len(errs) > 0 {
-		return ac, Join(errs...)
-	}
-	return ac, nil
-}
-
-// valueOrFile reads a setting given either inline or as a file.
-func valueOrFile(name, value, file string) (string, error) {
+// ValueOrFile reads a setting given either inline (value) or as a file
+// (file, from name_FILE); both set is an error naming the variable.
+func ValueOrFile(name, value, file string) (string, error) {
 	switch {
 	case value != "" && file != "":
 		return "", fmt.Errorf("set %s or %s_FILE, not both", name, name)
@@ -366,26 +290,6 @@ func valueOrFile(name, value, file string) (string, error) {
 		return strings.TrimSpace(string(b)), nil
 	}
 	return strings.TrimSpace(value), nil
-}
-
-// sameKey compares two keys whatever their armour: PEM or bare base64.
-func sameKey(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	return keyBody(a) == keyBody(b)
-}
-
-func keyBody(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "-----") {
-			continue
-		}
-		b.WriteString(line)
-	}
-	return b.String()
 }
 
 // ReconTime is RECON_AT: the time of day (since midnight, Beijing) the
