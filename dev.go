@@ -161,7 +161,7 @@ func dev(ctx context.Context, env environment) error {
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
 		verifier:  fakealipay.Verifier{Client: client, Fake: fake},
 		mounts:    map[string]http.Handler{devFakePrefix: fake.Handler()},
-		wechatpay: wx.provider, weChatNotice: wx})
+		wechatpay: wx.provider, weChatNotice: wx.verifier})
 }
 
 // devListen binds addr and says the base URL it is reached at: the fake
