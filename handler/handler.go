@@ -89,40 +89,8 @@ func New(d Deps) http.Handler {
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 
-	if len(d.JWTSecret) > 0 && d.Orders != nil {
-		o := &Orders{orders: d.Orders}
-		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
-		api.POST("/orders", o.Place)
-		api.GET("/orders/:sn", o.Get)
-		api.POST("/orders/:sn/cancel", o.Cancel)
-		api.GET("/order-requests/:key", o.RequestStatus)
-		if d.Checkout != nil {
-			api.POST("/orders/:sn/pay", (&Pay{checkout: d.Checkout}).Start)
-		}
-	}
-
-	if d.AdminToken != "" && d.Queues != nil && d.Dashboard != nil && d.Lookup != nil {
-		a := &Admin{queues: d.Queues, dashboard: d.Dashboard, lookup: d.Lookup, refunds: d.Refunds}
-		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
-		admin.GET("/outbox", a.Outbox)
-		admin.GET("/journal/totals", a.JournalTotals)
-		admin.GET("/orders/:sn/refunds", a.Refunds)
-		if d.Refunds != nil {
-			admin.POST("/orders/:sn/refunds", a.Refund)
-			// /payments/{trade_no}/refund is Alipay's, as before WeChat
-			// Pay; /payments/{provider}/{trade_no}/refund names the
-			// provider. gin wants one name for the first wildcard of both.
-			admin.POST("/payments/:first/refund", a.RefundUnmatched)
-			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
-		}
-		if d.BillReconciler != nil {
-			h := &Reconciliations{recon: d.BillReconciler}
-			admin.GET("/reconciliations", h.List)
-			admin.GET("/reconciliations/:date", h.Detail)
-			admin.POST("/reconciliations/:date/run", h.Run)
-			admin.POST("/reconciliations/:date/items/:id/resolve", h.Resolve)
-		}
-	}
+	routeAPI(r, d)
+	routeAdmin(r, d)
 
 	r.GET("/openapi.yaml", serveOpenAPI)
 
@@ -146,4 +114,47 @@ func New(d Deps) http.Handler {
 	})
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	return r
+}
+
+// routeAPI routes the member-facing order API under /api/v1, when a JWT
+// secret and the orders are given.
+func routeAPI(r *gin.Engine, d Deps) {
+	if len(d.JWTSecret) > 0 && d.Orders != nil {
+		o := &Orders{orders: d.Orders}
+		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
+		api.POST("/orders", o.Place)
+		api.GET("/orders/:sn", o.Get)
+		api.POST("/orders/:sn/cancel", o.Cancel)
+		api.GET("/order-requests/:key", o.RequestStatus)
+		if d.Checkout != nil {
+			api.POST("/orders/:sn/pay", (&Pay{checkout: d.Checkout}).Start)
+		}
+	}
+}
+
+// routeAdmin routes the operators' JSON API under /admin, when an admin
+// token and the views are given.
+func routeAdmin(r *gin.Engine, d Deps) {
+	if d.AdminToken != "" && d.Queues != nil && d.Dashboard != nil && d.Lookup != nil {
+		a := &Admin{queues: d.Queues, dashboard: d.Dashboard, lookup: d.Lookup, refunds: d.Refunds}
+		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
+		admin.GET("/outbox", a.Outbox)
+		admin.GET("/journal/totals", a.JournalTotals)
+		admin.GET("/orders/:sn/refunds", a.Refunds)
+		if d.Refunds != nil {
+			admin.POST("/orders/:sn/refunds", a.Refund)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
+		}
+		if d.BillReconciler != nil {
+			h := &Reconciliations{recon: d.BillReconciler}
+			admin.GET("/reconciliations", h.List)
+			admin.GET("/reconciliations/:date", h.Detail)
+			admin.POST("/reconciliations/:date/run", h.Run)
+			admin.POST("/reconciliations/:date/items/:id/resolve", h.Resolve)
+		}
+	}
 }
