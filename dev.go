@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -147,15 +148,9 @@ func dev(ctx context.Context, env environment) error {
 		"db", *dbPath, "app_id", devAppID, "seller_id", devSellerID, "orders", len(demo.Orders))
 
 	// What to paste
-	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
-	if err != nil {
+	if err := printDevBanner(env.stdout, cfg, base); err != nil {
 		return err
 	}
-	login := "operator " + devOperator + ", password " + devOperatorPassword
-	if _, ok := cfg.Operators[devOperator]; !ok {
-		login = "an operator from CONSOLE_OPERATORS"
-	}
-	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token, login)
 
 	// Start API Service
 	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
@@ -281,6 +276,21 @@ func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
 		return nil, nil, err
 	}
 	return fake, client, nil
+}
+
+// printDevBanner prints devBanner for cfg at base, with a member token
+// for demo member 1.
+func printDevBanner(w io.Writer, cfg config.Config, base string) error {
+	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	login := "operator " + devOperator + ", password " + devOperatorPassword
+	if _, ok := cfg.Operators[devOperator]; !ok {
+		login = "an operator from CONSOLE_OPERATORS"
+	}
+	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login)
+	return nil
 }
 
 // devBanner is what dev prints for a newcomer to paste: base URL, admin
