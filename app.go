@@ -25,8 +25,9 @@ import (
 
 // app is what listenAndServe runs.
 type app struct {
-	cfg    config.Config
-	store  *dao.Store
+	cfg   config.Config
+	store *dao.Store
+	// alipay is the Alipay client, nil when Alipay is off.
 	alipay *alipay.Client
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
@@ -37,6 +38,11 @@ type app struct {
 	// verifier, if set, checks notifications instead of alipay (dev's
 	// also tells its fake Alipay about each trade).
 	verifier handler.Verifier
+	// dev is paynotify dev: what it says at start fits the development keys.
+	dev bool
+	// manualRefunds leaves payments owed back to an operator (dev
+	// -manual-refunds): the refund worker does not take them.
+	manualRefunds bool
 	// wechatpay, if set, is the WeChat Pay provider: payments through it,
 	// its jobs and POST /wechatpay/notify.
 	wechatpay *wechatpay.Provider
@@ -66,7 +72,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 
 	// Background Jobs
-	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, s.jobs(log, a.cfg)...)
+	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, s.jobs(log, a)...)
 	if err != nil {
 		return err
 	}
@@ -99,17 +105,21 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	}
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
 	// Payment Providers: one adapter per provider configured, by name.
-	providers := service.Providers{
-		model.ProviderAlipay: alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL),
+	providers := service.Providers{}
+	if a.alipay != nil {
+		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
 	}
 	if a.wechatpay != nil {
 		providers[model.ProviderWechatpay] = a.wechatpay
 	}
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
-	s.recon = service.NewBillReconciler(store, providers[model.ProviderAlipay], s.payments, log)
-	s.recon.Background = ctx // a run an admin asked for outlives its request, not the service
-	s.recon.OnItem, s.recon.OnFinished = m.ReconItem, m.ReconFinished
+	s.refunds.LeavePending = a.manualRefunds
+	if bills, ok := providers[model.ProviderAlipay]; ok {
+		s.recon = service.NewBillReconciler(store, bills, s.payments, log)
+		s.recon.Background = ctx // a run an admin asked for outlives its request, not the service
+		s.recon.OnItem, s.recon.OnFinished = m.ReconItem, m.ReconFinished
+	}
 	if cfg.PublicURL == "" {
 		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
 	} else {
@@ -125,17 +135,28 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 		s.checkout.OnUnguarded = m.PayStartUnguarded
 	}
 	s.trades = service.NewOpenTrades(store, providers, s.payments, log)
-	s.trades.Interval, s.refunds.Interval = cfg.AlipayJobsInterval, cfg.AlipayJobsInterval
+	// One round asks every provider its rows name: as often as the most
+	// eager provider wants.
+	interval := cfg.AlipayJobsInterval
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+		interval = cfg.WeChatPayJobsInterval()
+	}
+	s.trades.Interval, s.refunds.Interval = interval, interval
 	return s
 }
 
-// jobs are the Alipay jobs and, unless RECON_AT is off, the daily
+// jobs are the providers' jobs and, unless RECON_AT is off, the daily
 // reconciliation (startWorkers adds the closer and the relay).
-func (s *services) jobs(log *slog.Logger, cfg config.Config) []service.Job {
+func (s *services) jobs(log *slog.Logger, a app) []service.Job {
 	jobs := []service.Job{s.trades.QueryJob(), s.trades.CloseJob(), s.refunds.Job()}
-	if at, on, _ := cfg.ReconTime(); on {
+	if at, on, _ := a.cfg.ReconTime(); s.recon == nil {
+		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	} else if on {
 		s.recon.At = at
 		jobs = append(jobs, s.recon.Job())
+	} else if a.dev {
+		// paynotify reconcile refuses the development keys, as serve does.
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}
@@ -153,9 +174,12 @@ func (s *services) close() {
 // a's extra mounts.
 func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m *metrics.Metrics) (http.Handler, error) {
 	cfg, store := a.cfg, a.store
-	var verifier handler.Verifier = a.alipay
-	if a.verifier != nil {
+	var verifier handler.Verifier // nil: no /alipay/notify
+	switch {
+	case a.verifier != nil:
 		verifier = a.verifier
+	case a.alipay != nil:
+		verifier = a.alipay
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
 	if a.wechatpay != nil {

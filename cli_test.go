@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"paynotify/dao"
 	"paynotify/model"
 )
@@ -112,7 +114,7 @@ func TestCommandRefusesUnknownFlags(t *testing.T) {
 func TestDevSecondInstanceKeepsTheFirstsDatabase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-	body, err := os.ReadFile(filepath.Join("testdata", "notify", "pay_demo_1001.form"))
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "01_pay_demo_1001.form"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestDevListenAddr(t *testing.T) {
 // DEMO-1004 first: paid, or refunded — never REFUND_FAILED with an ERROR
 // in the log, as when the fake Alipay knew only the replay files' trades.
 func TestDevSignExample(t *testing.T) {
-	readmeArgs := []string{"sign", "-set", "trade_no=2026113022001400000000000009", "testdata/notify/pay_demo_1004.form"}
+	readmeArgs := []string{"sign", "-set", "trade_no=2026113022001400000000000009", "testdata/notify/11_pay_demo_1004.form"}
 	for _, c := range []struct {
 		name       string
 		replayAll  bool
@@ -258,5 +260,63 @@ func TestCommandsListed(t *testing.T) {
 	}
 	if strings.Join(listed, " ") != strings.Join(commands, " ") {
 		t.Errorf("usage lists %v, the tests cover %v", listed, commands)
+	}
+}
+
+// A value a command cannot use is refused as loudly as an unknown flag:
+// exit 2 with the problem and the usage on stderr, never a silent exit.
+func TestCommandRefusesBadValues(t *testing.T) {
+	for _, bad := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{args: []string{"reconcile", "-date", "30/11/2026"}, want: `-date "30/11/2026": want a day as yyyy-MM-dd`},
+		{args: []string{"reconcile", "-date", "2026-02-30"}, want: `-date "2026-02-30"`},
+	} {
+		t.Run(strings.Join(bad.args, "_"), func(t *testing.T) {
+			err, _, stderr, touched := runCommand(t, bad.args...)
+			var errOut bytes.Buffer
+			if code := exitCode(err, &errOut); code != 2 {
+				t.Fatalf("%v: err %v, exit %d; want exit 2\n%s%s", bad.args, err, code, stderr, errOut.String())
+			}
+			if !strings.Contains(stderr+errOut.String(), bad.want) || !strings.Contains(stderr, "usage: paynotify "+bad.args[0]) {
+				t.Errorf("%v: stderr does not name the problem and show the usage:\n%s%s", bad.args, stderr, errOut.String())
+			}
+			if touched {
+				t.Errorf("%v created the database", bad.args)
+			}
+		})
+	}
+}
+
+// dev's start-up says what is true of dev: the order count of the database
+// it runs on (with -keep, the kept orders too), and no advice to run
+// paynotify reconcile from cron, which refuses the development keys.
+func TestDevStartupWords(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dev.db")
+	t.Run("Fresh", func(t *testing.T) { // stopped when it ends
+		_, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+		if !strings.Contains(logs.String(), "orders=4 ") {
+			t.Errorf("a fresh dev does not log its 4 demo orders:\n%s", logs)
+		}
+	})
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateOrder(context.Background(), "KEPT-1", 1, decimal.RequireFromString("1.00")); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	_, logs := start(t, []string{"dev", "-db", db, "-keep"}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	if !strings.Contains(logs.String(), "orders=5 ") || !strings.Contains(logs.String(), "kept=true") {
+		t.Errorf("dev -keep does not log the 5 orders it kept:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "cron") {
+		t.Errorf("dev advises cron, whose paynotify reconcile refuses the development keys:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "/admin/reconciliations/{date}/run") {
+		t.Errorf("dev does not say how to reconcile a day:\n%s", logs)
 	}
 }

@@ -163,7 +163,7 @@ func TestDevStartsTheConsumer(t *testing.T) {
 	srv := natstest.Start(t)
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, logs := start(t, []string{"dev", "-db", db}, []string{"NATS_URL=" + srv.URL(), "ALIPAY_JOBS_INTERVAL=1h"})
-	body, err := os.ReadFile(filepath.Join("testdata", "notify", "pay_demo_1001.form"))
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "01_pay_demo_1001.form"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func devKey(name string) string {
 	return string(b)
 }
 
-const devUsage = `usage: paynotify dev [-addr ADDR] [-db FILE] [-keep]
+const devUsage = `usage: paynotify dev [-addr ADDR] [-db FILE] [-keep] [-manual-refunds]
 
 Runs the service on an embedded SQLite database with demo orders, SKUs,
 members and coupons, the development keys from testdata/dev (public: never
@@ -94,6 +94,11 @@ HTTP_ADDR) says otherwise: -addr :8080 listens on every interface. The
 address is bound before the database is touched, and the database is
 locked (FILE.lock) while dev runs: a second dev, on the same port or
 another, fails without wiping the first one's database.
+
+The refund worker takes every payment owed back (REFUND_PENDING) within
+seconds; with -manual-refunds it leaves them in the console's queue of
+payments owed back, for an operator to queue each refund by hand (the
+worker still sends refunds once queued).
 `
 
 // devDefaultAddr is where dev listens unless told otherwise: loopback, since
@@ -108,6 +113,7 @@ func dev(ctx context.Context, env environment) error {
 	addr := flags.String("addr", devDefaultAddr, "listen address; HTTP_ADDR sets it too (the flag wins)")
 	dbPath := flags.String("db", "paynotify-dev.db", "SQLite file, recreated at every start")
 	keep := flags.Bool("keep", false, "keep the database from the last run instead of starting fresh")
+	manualRefunds := flags.Bool("manual-refunds", false, "leave payments owed back (REFUND_PENDING) to an operator: the refund worker does not take them")
 	if err := parseFlags(flags, env, 0); err != nil {
 		return err
 	}
@@ -144,8 +150,12 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer stopWeChat()
+	orders, err := store.CountOrders(ctx)
+	if err != nil {
+		return err
+	}
 	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
-		"db", *dbPath, "app_id", devAppID, "seller_id", devSellerID, "orders", len(demo.Orders))
+		"db", *dbPath, "kept", *keep, "app_id", devAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
 
 	// What to paste
 	if err := printDevBanner(env.stdout, cfg, base); err != nil {
@@ -153,10 +163,11 @@ func dev(ctx context.Context, env environment) error {
 	}
 
 	// Start API Service
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln,
-		verifier:  fakealipay.Verifier{Client: client, Fake: fake},
-		mounts:    map[string]http.Handler{devFakePrefix: fake.Handler()},
-		wechatpay: wx.provider, weChatNotice: wx.verifier})
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln, dev: true,
+		manualRefunds: *manualRefunds,
+		verifier:      fakealipay.Verifier{Client: client, Fake: fake},
+		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
+		wechatpay:     wx.provider, weChatNotice: wx.verifier})
 }
 
 // devListen binds addr and says the base URL it is reached at: the fake
@@ -302,7 +313,7 @@ paynotify dev is up at %[1]s
     sign in as %[4]s
 
   Replay a signed Alipay notification (QA files in testdata/notify/):
-    curl --data @testdata/notify/pay_demo_1001.form %[1]s/alipay/notify
+    curl --data @testdata/notify/01_pay_demo_1001.form %[1]s/alipay/notify
 
   Replay a WeChat Pay notification (testdata/notify/wechatpay/; sign makes its timestamp fresh):
     go run . sign -provider wechatpay -url %[1]s/wechatpay/notify testdata/notify/wechatpay/pay_demo_1001.json | sh

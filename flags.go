@@ -46,13 +46,20 @@ func parseFlags(fs *flag.FlagSet, env environment, maxArgs int) error {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(maxArgs))
 	}
 	if err != nil {
-		fs.SetOutput(env.stderr)
-		fmt.Fprintf(env.stderr, "paynotify %s: %v\n\n", fs.Name(), err)
-		fs.Usage()
-		return usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
+		return refuseUsage(fs, env, err)
 	}
 	fs.SetOutput(env.stderr)
 	return nil
+}
+
+// refuseUsage prints what is wrong with a command line, then the command's
+// usage, on stderr, and returns the usageError that makes the exit 2: no
+// command line is refused in silence.
+func refuseUsage(fs *flag.FlagSet, env environment, err error) error {
+	fs.SetOutput(env.stderr)
+	fmt.Fprintf(env.stderr, "paynotify %s: %v\n\n", fs.Name(), err)
+	fs.Usage()
+	return usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
 }
 
 // The usage of the commands configured by the environment alone.

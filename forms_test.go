@@ -59,22 +59,22 @@ func notify(sn, tradeNo, amount string, extra map[string]string) map[string]stri
 }
 
 var notifyCases = []notifyCase{
-	{name: "pay_demo_1001", fields: notify("DEMO-1001", devTrade("1001"), "100.00", nil), answer: "success"},
-	{name: "finished_demo_1001", fields: notify("DEMO-1001", devTrade("1001"), "100.00",
+	{name: "01_pay_demo_1001", fields: notify("DEMO-1001", devTrade("1001"), "100.00", nil), answer: "success"},
+	{name: "02_finished_demo_1001", fields: notify("DEMO-1001", devTrade("1001"), "100.00",
 		map[string]string{"trade_status": "TRADE_FINISHED", "notify_time": "2027-02-28 14:05:03", "notify_id": "2027022800222" + "finished"}), answer: "success"},
-	{name: "second_trade_demo_1001", fields: notify("DEMO-1001", devTrade("2001"), "100.00", nil), answer: "success"},
-	{name: "underpay_demo_1002", fields: notify("DEMO-1002", devTrade("1002"), "0.01", nil), answer: "success"},
-	{name: "tampered_amount_demo_1002", fields: notify("DEMO-1002", devTrade("3002"), "0.01", nil),
+	{name: "03_second_trade_demo_1001", fields: notify("DEMO-1001", devTrade("2001"), "100.00", nil), answer: "success"},
+	{name: "04_underpay_demo_1002", fields: notify("DEMO-1002", devTrade("1002"), "0.01", nil), answer: "success"},
+	{name: "05_tampered_amount_demo_1002", fields: notify("DEMO-1002", devTrade("3002"), "0.01", nil),
 		tamper: map[string]string{"total_amount": "88.00"}, answer: "failure"},
-	{name: "closed_demo_1003", fields: notify("DEMO-1003", devTrade("1003"), "59.90", nil), answer: "success"},
-	{name: "wait_buyer_pay_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01",
+	{name: "06_closed_demo_1003", fields: notify("DEMO-1003", devTrade("1003"), "59.90", nil), answer: "success"},
+	{name: "07_wait_buyer_pay_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01",
 		map[string]string{"trade_status": "WAIT_BUYER_PAY", "gmt_payment": ""}), answer: "success"},
-	{name: "wrong_app_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01",
+	{name: "08_wrong_app_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01",
 		map[string]string{"app_id": "2021009999999999", "auth_app_id": "2021009999999999"}), answer: "failure"},
-	{name: "conflict_trade_demo_1004", fields: notify("DEMO-1004", devTrade("1001"), "0.01", nil), answer: "failure"},
+	{name: "09_conflict_trade_demo_1004", fields: notify("DEMO-1004", devTrade("1001"), "0.01", nil), answer: "failure"},
 	// Money for no order of ours: recorded UNMATCHED, for an operator to refund.
-	{name: "unknown_order", fields: notify("NOPE-404", devTrade("0404"), "1.00", nil), answer: "success"},
-	{name: "pay_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01", nil), answer: "success"},
+	{name: "10_unknown_order", fields: notify("NOPE-404", devTrade("0404"), "1.00", nil), answer: "success"},
+	{name: "11_pay_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01", nil), answer: "success"},
 }
 
 // body signs a case with the development "Alipay" key.

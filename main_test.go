@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -100,11 +101,25 @@ func TestDevReplaysTestdata(t *testing.T) {
 	// The Alipay jobs would refund the REFUND_PENDING payments while we
 	// look: hold them off.
 	base, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-	if !strings.Contains(logs.String(), "curl --data @testdata/notify/pay_demo_1001.form") {
+	if !strings.Contains(logs.String(), "curl --data @testdata/notify/01_pay_demo_1001.form") {
 		t.Errorf("dev does not print the curl line:\n%s", logs)
 	}
-	for _, c := range notifyCases {
-		body, err := os.ReadFile(filepath.Join("testdata", "notify", c.name+".form"))
+	// The loop as the docs write it: for f in testdata/notify/*.form — the
+	// shell's order is the names' order, which must be the cases' order.
+	files, err := filepath.Glob(filepath.Join("testdata", "notify", "*.form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) != len(notifyCases) {
+		t.Fatalf("%d replay files, %d cases", len(files), len(notifyCases))
+	}
+	for i, f := range files {
+		c := notifyCases[i]
+		if filepath.Base(f) != c.name+".form" {
+			t.Fatalf("replay file %d is %s, want %s.form: the names' order is the replay order", i+1, f, c.name)
+		}
+		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,6 +184,10 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			"ALIPAY_APP_PRIVATE_KEY_FILE=testdata/dev/app_private_key.pem", "ALIPAY_PUBLIC_KEY_FILE=testdata/dev/alipay_public_key.pem"},
 			want: []string{"ALIPAY_APP_PRIVATE_KEY is a development key", "ALIPAY_PUBLIC_KEY is a development key"}},
 		{name: "BadDriver", environ: []string{"DB_DRIVER=postgres"}, want: []string{"DB_DRIVER"}},
+		// WeChat Pay is on once any of its settings is: then it names the rest,
+		// and refuses the development keys.
+		{name: "WeChatPayHalfSet", environ: []string{"WECHATPAY_MCHID=1900000009", "WECHATPAY_MERCHANT_KEY_FILE=testdata/dev/wechatpay_merchant_private_key.pem"},
+			want: []string{"WECHATPAY_APPID is required", "WECHATPAY_APIV3_KEY", "WECHATPAY_MERCHANT_SERIAL is required", "WECHATPAY_MERCHANT_KEY_FILE is a development key"}},
 		// The container image's default: MySQL, and nothing to reach it by.
 		{name: "MySQLWithoutDSN", environ: []string{"DB_DRIVER=mysql"}, want: []string{"DB_DSN is required with DB_DRIVER=mysql"}},
 		// A malformed value does not hide the missing ones: all at once.
@@ -221,7 +240,7 @@ func newKeyPair(t *testing.T) (private, public string) {
 func TestDevRefundsWhatItCannotApply(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	base, _ := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=20ms"})
-	body, err := os.ReadFile(filepath.Join("testdata", "notify", "underpay_demo_1002.form"))
+	body, err := os.ReadFile(filepath.Join("testdata", "notify", "04_underpay_demo_1002.form"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,5 +313,40 @@ func waitForMetrics(t *testing.T, base string, want, never []string) {
 			t.Fatalf("/metrics lacks %q after 20s:\n%s", missing, body)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+}
+
+// A WeChat Pay-only merchant runs serve without any ALIPAY_* variable:
+// no Alipay notify endpoint, no Alipay reconciliation, and serve up.
+func TestServeWechatpayOnly(t *testing.T) {
+	dir := t.TempDir()
+	merchant, _ := newKeyPair(t)
+	_, wechat := newKeyPair(t)
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + filepath.Join(dir, "wx.db"),
+		"WECHATPAY_MCHID=1230000109", "WECHATPAY_APPID=wxd678efh567hg6787",
+		"WECHATPAY_APIV3_KEY=0123456789abcdef0123456789abcdef", "WECHATPAY_MERCHANT_KEY_FILE=" + write("apiclient_key.pem", merchant),
+		"WECHATPAY_MERCHANT_SERIAL=5157F09EFDC096DE15EBE81A47057A7232F1B8E1",
+		"WECHATPAY_PUBLIC_KEY_FILE=" + write("pub_key.pem", wechat), "WECHATPAY_PUBLIC_KEY_ID=PUB_KEY_ID_0112345678202401010000000000000000"}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := start(t, []string{"serve"}, environ)
+	if code := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	resp, err := http.Post(base+"/alipay/notify", "application/x-www-form-urlencoded", strings.NewReader("a=b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/alipay/notify without Alipay: %d, want 404", resp.StatusCode)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"paynotify/alipay"
 	"paynotify/config"
 	"paynotify/dao"
+	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -34,7 +35,10 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		*date = service.Yesterday(time.Now())
 	}
 	if _, err := service.ParseBillDate(*date); err != nil {
-		return usageError{fmt.Errorf("reconcile: -date %q: want yyyy-MM-dd", *date)}
+		return refuseUsage(fs, env, fmt.Errorf("-date %q: want a day as yyyy-MM-dd, such as 2026-11-30", *date))
+	}
+	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
+		return usageError{fmt.Errorf("reconcile: -date: %v", err)}
 	}
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := alipay.FromConfig(cfg, devKeys())
@@ -66,7 +70,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 func reportRun(env environment, run model.ReconRun) error {
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(run); err != nil {
+	if err := enc.Encode(handler.NewRunView(run)); err != nil { // the admin API's shape
 		return err
 	}
 	switch {

@@ -14,6 +14,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/fakealipay"
+	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -44,12 +45,12 @@ func TestReconcileCommand(t *testing.T) {
 	}
 	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID,
 		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + fake.GatewayURL(gw.URL)}
-	reconcile := func(t *testing.T, args ...string) (model.ReconRun, error) {
+	reconcile := func(t *testing.T, args ...string) (handler.RunView, error) {
 		t.Helper()
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), environment{args: append([]string{"reconcile"}, args...), environ: environ,
 			stdin: strings.NewReader(""), stdout: &out, stderr: &errOut})
-		var r model.ReconRun
+		var r handler.RunView // the admin API's shape, read back as the API's clients read it
 		if out.Len() > 0 {
 			if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
 				t.Fatalf("output %s: %v", out.String(), jerr)
@@ -72,14 +73,18 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := reconcile(t, "-date", "2026-11-28")
-	if err != nil || exitCode(err, &bytes.Buffer{}) != 0 || r.State != model.ReconDone || r.Bill.Payments != 1 || r.Unresolved != 0 {
+	if err != nil || exitCode(err, &bytes.Buffer{}) != 0 || r.State != string(model.ReconDone) || r.Unresolved != 0 {
 		t.Fatalf("clean day: %+v, %v", r, err)
+	}
+	// The totals under the API's names, money as the API writes it.
+	if r.Bill["payments"] != 1.0 || r.Bill["payment_amount"] != "10.00" || r.Ledger["payment_amount"] != "10.00" || r.Bill["refund_amount"] != "0.00" {
+		t.Fatalf("clean day's totals: bill %v, ledger %v; want payment_amount \"10.00\" in both, as the API writes them", r.Bill, r.Ledger)
 	}
 
 	// A day with money for no order: repaired as UNMATCHED, exit 1.
 	fake.AddPaidTrade("CLI-GONE", "T-CLI-GONE", decimal.RequireFromString("5.00"), day("2026-11-29", 11))
 	r, err = reconcile(t, "-date", "2026-11-29")
-	if exitCode(err, &bytes.Buffer{}) != 1 || !strings.Contains(err.Error(), "1 unresolved differences") || r.Counts[model.ReconUnmatched] != 1 {
+	if exitCode(err, &bytes.Buffer{}) != 1 || !strings.Contains(err.Error(), "1 unresolved differences") || r.Counts[string(model.ReconUnmatched)] != 1 {
 		t.Fatalf("day with differences: %+v, %v", r, err)
 	}
 	// Again: the same finding, nothing recorded twice.
@@ -95,12 +100,18 @@ func TestReconcileCommand(t *testing.T) {
 	fake.AddPaidTrade("CLI-2", "T-CLI-2", decimal.RequireFromString("1.00"), day("2026-11-27", 9))
 	fake.ServeBill("2026-11-27", []byte("not a zip"))
 	r, err = reconcile(t, "-date", "2026-11-27")
-	if exitCode(err, &bytes.Buffer{}) != 1 || r.State != model.ReconFailed || !strings.Contains(err.Error(), "not a readable ZIP") {
+	if exitCode(err, &bytes.Buffer{}) != 1 || r.State != string(model.ReconFailed) || !strings.Contains(err.Error(), "not a readable ZIP") {
 		t.Fatalf("damaged bill: %+v, %v", r, err)
 	}
 
 	// A date it cannot read: a usage error, exit 2, nothing run.
 	if _, err := reconcile(t, "-date", "30/11/2026"); exitCode(err, &bytes.Buffer{}) != 2 {
 		t.Fatalf("bad date: %v", err)
+	}
+	// A date no bill can have: before Alipay's first, or not yet over.
+	for _, d := range []string{"0000-01-01", "2004-11-30", time.Now().In(model.Beijing).Format("2006-01-02")} {
+		if _, err := reconcile(t, "-date", d); exitCode(err, &bytes.Buffer{}) != 2 {
+			t.Errorf("-date %s: %v, want a usage error", d, err)
+		}
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"paynotify/alipay"
 	"paynotify/broker"
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
 // serve runs the service as an operator deploys it.
@@ -20,17 +22,36 @@ func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
-	// Every problem at once: the general settings' and Alipay's.
+	// Every problem at once: the general settings' and each provider's.
+	// A provider is on when its variables are set; with none set, Alipay's
+	// are named as missing, as before WeChat Pay.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := alipay.FromConfig(cfg, devKeys())
-	if err := config.Join(err, aerr); err != nil {
+	var (
+		acfg     alipay.Config
+		aerr     error
+		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
+	)
+	if alipayOn {
+		acfg, aerr = alipay.FromConfig(cfg, devKeys())
+	}
+	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
+	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
-	client, err := alipay.New(acfg)
-	if err != nil {
-		return err
+	a := app{cfg: cfg}
+	if alipayOn {
+		if a.alipay, err = alipay.New(acfg); err != nil {
+			return err
+		}
+	}
+	if weChatOn {
+		wc, err := wechatpay.New(wcfg)
+		if err != nil {
+			return err
+		}
+		a.wechatpay = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {
@@ -41,7 +62,8 @@ func serve(ctx context.Context, env environment) error {
 		return err
 	}
 	warnAuditGrants(ctx, log, store)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client})
+	a.store = store
+	return listenAndServe(ctx, log, env, a)
 }
 
 // schemaCurrent refuses a database whose schema is behind this binary:
@@ -101,13 +123,22 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 // newLogger logs JSON for machines (serve) or text for people (dev).
 // The MySQL driver's own reports go to it too (dao.RouteDriverLog).
 func newLogger(w io.Writer, level slog.Level, json bool) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	log := slog.New(slog.NewTextHandler(w, opts))
 	if json {
 		log = slog.New(slog.NewJSONHandler(w, opts))
 	}
 	dao.SetDriverLogger(log)
 	return log
+}
+
+// readableDuration logs a duration as people write it ("30m0s"), where
+// slog's JSON handler would write nanoseconds (1800000000000).
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // consumeCmd runs the accounting consumer until SIGTERM.

@@ -44,7 +44,7 @@ development WeChat Pay public key's that paynotify dev trusts.
 func sign(env environment) error {
 	flags := newFlags("sign", signUsage)
 	provider := flags.String("provider", "alipay", "alipay or wechatpay")
-	keyFile := flags.String("key", "", "private key that signs (default: the development Alipay, or WeChat Pay, key)")
+	keyFile := flags.String("key", "", "private key that signs (default: the development Alipay, or WeChat Pay, key, built in)")
 	var sets setFlags
 	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned; Alipay only)")
 	serial := flags.String("serial", devWeChatPublicKeyID, "Wechatpay-Serial: the signing key's public key id or certificate serial (WeChat Pay only)")
@@ -58,15 +58,13 @@ func sign(env environment) error {
 		if len(sets) > 0 {
 			return errors.New("-set is for Alipay forms; edit a WeChat Pay body before it is sealed (see forms_test.go)")
 		}
-		if *keyFile == "" {
-			*keyFile = "testdata/dev/wechatpay_private_key.pem"
+		key, err := signingKey(*keyFile, "wechatpay_private_key.pem")
+		if err != nil {
+			return err
 		}
-		return signWeChat(env, flags.Arg(0), *keyFile, *serial, *to)
+		return signWeChat(env, flags.Arg(0), key, *serial, *to)
 	default:
 		return fmt.Errorf("-provider %q: want alipay or wechatpay", *provider)
-	}
-	if *keyFile == "" {
-		*keyFile = "testdata/dev/alipay_private_key.pem"
 	}
 	body, err := readInput(env, flags.Arg(0))
 	if err != nil {
@@ -83,16 +81,26 @@ func sign(env environment) error {
 		}
 		form.Set(k, v)
 	}
-	key, err := os.ReadFile(*keyFile)
+	key, err := signingKey(*keyFile, "alipay_private_key.pem")
 	if err != nil {
 		return err
 	}
-	signed, err := alipay.SignForm(string(key), form)
+	signed, err := alipay.SignForm(key, form)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(env.stdout, signed.Encode())
 	return err
+}
+
+// signingKey is the key in keyFile, or else the development key dev (built
+// into the binary, so sign works from any directory).
+func signingKey(keyFile, dev string) (string, error) {
+	if keyFile == "" {
+		return devKey(dev), nil
+	}
+	b, err := os.ReadFile(keyFile)
+	return string(b), err
 }
 
 // readInput reads the file name, or standard input for "" or "-".
@@ -111,7 +119,7 @@ func readInput(env environment, name string) ([]byte, error) {
 
 // signWeChat signs a WeChat Pay notification body now and prints the curl
 // command that posts it with its Wechatpay-* headers.
-func signWeChat(env environment, name, keyFile, serial, to string) error {
+func signWeChat(env environment, name, key, serial, to string) error {
 	body, err := readInput(env, name)
 	if err != nil {
 		return err
@@ -120,13 +128,9 @@ func signWeChat(env environment, name, keyFile, serial, to string) error {
 	if !json.Valid(body) {
 		return errors.New("the body is not JSON (a WeChat Pay notification body, as in testdata/notify/wechatpay)")
 	}
-	key, err := os.ReadFile(keyFile)
+	g, err := fakewechatpay.SignNotification(key, serial, time.Now(), body)
 	if err != nil {
-		return err
-	}
-	g, err := fakewechatpay.SignNotification(string(key), serial, time.Now(), body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", keyFile, err)
+		return fmt.Errorf("signing key: %w", err)
 	}
 	h := make(http.Header)
 	g.Set(h)

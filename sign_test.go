@@ -91,7 +91,7 @@ func cloneForm(v url.Values) url.Values {
 // "Alipay" key by default, after its -set changes: what it prints verifies
 // as a notification from Alipay, and a changed byte does not.
 func TestSign(t *testing.T) {
-	const file = "testdata/notify/pay_demo_1001.form"
+	const file = "testdata/notify/01_pay_demo_1001.form"
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -171,9 +171,30 @@ func TestSign(t *testing.T) {
 	})
 }
 
+// sign works from any directory, as the docs' examples use it: the
+// development key is built in, not a path relative to the repository.
+func TestSignFromAnotherDirectory(t *testing.T) {
+	raw, err := os.ReadFile("testdata/notify/01_pay_demo_1001.form")
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := filepath.Join(t.TempDir(), "pay.form")
+	if err := os.WriteFile(form, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	out, err := runSign(t, "", "-set", "trade_no=2026113022001400000000000009", form)
+	if err != nil {
+		t.Fatalf("sign outside the repository: %v", err)
+	}
+	if err := verifier(t, devKey("alipay_public_key.pem")).VerifyNotification(context.Background(), parseSigned(t, out)); err != nil {
+		t.Fatalf("signed outside the repository, does not verify: %v", err)
+	}
+}
+
 // What sign cannot do it says, and prints nothing.
 func TestSignRefuses(t *testing.T) {
-	const file = "testdata/notify/pay_demo_1001.form"
+	const file = "testdata/notify/01_pay_demo_1001.form"
 	notAKey := filepath.Join(t.TempDir(), "not-a-key.pem")
 	if err := os.WriteFile(notAKey, []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
@@ -260,7 +281,7 @@ func TestSignWeChatPay(t *testing.T) {
 		for _, args := range [][]string{
 			{"-provider", "wechatpay", "-set", "a=b", file},
 			{"-provider", "unionpay", file},
-			{"-provider", "wechatpay", "testdata/notify/pay_demo_1001.form"},
+			{"-provider", "wechatpay", "testdata/notify/01_pay_demo_1001.form"},
 		} {
 			if _, err := runSign(t, "", args...); err == nil {
 				t.Errorf("sign %v: no error", args)

@@ -88,6 +88,9 @@ type Config struct {
 	AlipayPublicCertFile string `env:"ALIPAY_PUBLIC_CERT_FILE"`
 	AlipayRootCertFile   string `env:"ALIPAY_ROOT_CERT_FILE"`
 	Production           bool   `env:"ALIPAY_PRODUCTION" envDefault:"false"`
+
+	// WeChatPay is the WECHATPAY_* settings (config/wechatpay.go).
+	WeChatPay WeChatPay
 }
 
 // ShutdownGrace is how long requests in flight may take to finish after
@@ -272,7 +275,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("admin", c.AdminToken != ""),
 		slog.Int("console_operators", len(c.Operators)),
 		slog.Bool("redis", c.RedisAddr != ""),
+		slog.Bool("wechatpay", c.WeChatPay.On()),
+		slog.String("wechatpay_mchid", c.WeChatPay.MchID),
 		slog.String("public_url", c.PublicURL),
+		slog.Bool("alipay", c.AlipayOn()),
 	)
 }
 

@@ -150,19 +150,28 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.State != model.PaymentRefundPending && p.State != model.PaymentUnmatched {
-		c.fail(w, r, errors.Join(model.ErrNotActionable, errors.New("payment "+p.TradeNo+" is "+string(p.State)+", not owed back")))
+		c.failAbout(w, r, errors.Join(model.ErrNotActionable, errors.New("payment "+p.TradeNo+" is "+string(p.State)+", not owed back")),
+			payLink(p.Provider, p.TradeNo), "the payment")
 		return
 	}
 	why, order := string(p.Reason), p.OrderSN
 	if p.State == model.PaymentUnmatched {
 		why, order = "no order has its out_trade_no (UNMATCHED)", "none"
 	}
+	heading, warning, button := "Queue the refund of payment "+p.TradeNo,
+		"This queues a refund of "+money(p.Amount)+" to the buyer, in full: the payment is REFUNDING at once, the refund worker "+
+			"asks "+p.Provider.Name()+" on its next round, and it is REFUNDED when "+p.Provider.Name()+" confirms.", "Queue refund of "+money(p.Amount)
+	if p.State == model.PaymentUnmatched {
+		heading, warning, button = "Refund payment "+p.TradeNo,
+			"This queues a refund of "+money(p.Amount)+" to the buyer, in full, for money no order of ours has: the refund "+
+				"worker asks "+p.Provider.Name()+" on its next round.", "Refund "+money(p.Amount)
+	}
 	c.confirm(w, r, confirmData{
-		Heading: "Refund payment " + p.TradeNo,
+		Heading: heading,
 		Facts: [][2]string{{"order", order}, {"provider", p.Provider.Name()}, {"trade_no", p.TradeNo}, {"out_trade_no", p.OutTradeNo}, {"amount", money(p.Amount)},
 			{"why it is owed back", why}},
-		Warning: "This pays " + money(p.Amount) + " back to the buyer, in full, now rather than on the refund worker's next round.",
-		Action:  payLink(p.Provider, p.TradeNo) + "/refund", Button: "Refund " + money(p.Amount), Cancel: payLink(p.Provider, p.TradeNo),
+		Warning: warning,
+		Action:  payLink(p.Provider, p.TradeNo) + "/refund", Button: button, Cancel: payLink(p.Provider, p.TradeNo),
 	})
 }
 
@@ -179,6 +188,10 @@ func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
 		_, err = c.d.Refunds.RefundUnmatchedAs(r.Context(), act(r), provider, tradeNo)
 	} else {
 		_, err = c.d.Refunds.RefundPayment(r.Context(), act(r), provider, tradeNo)
+	}
+	if err != nil && !errors.Is(err, model.ErrAlreadyDone) {
+		c.failAbout(w, r, err, payLink(provider, tradeNo), "the payment")
+		return
 	}
 	c.done(w, r, err, payLink(provider, tradeNo), "refunded")
 }
@@ -262,7 +275,7 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 // paymentQueue lists payments owed back (REFUND_PENDING) or on their way
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "payments", "Payments", "payment",
+	serveQueue(c, w, r, "payments", "Payments owed back · ", "payment", "",
 		[]model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed},
 		numbered(r, c.d.Queues.PaymentQueue))
 }

@@ -196,7 +196,7 @@ func TestResolveRefund(t *testing.T) {
 		if r := c.post(t, "/console/refunds/"+g.OutRequestNo+"/resolve", other); r.status != http.StatusSeeOther || strings.Contains(r.location, "already") {
 			t.Fatalf("resolve the second row: %d %q", r.status, r.location)
 		}
-		queue = c.mustGet(t, "/console/queues/refunds", http.StatusOK)
+		queue = c.mustGet(t, "/console/queues/refunds?state=REFUND_FAILED", http.StatusOK)
 		mustContain(t, queue.body, "0 refund(s) failed and not resolved")
 		rows := actions(t, store, model.AuditRefundResolve)
 		if len(rows) != 2 || rows[0].Note != "paid back by bank transfer, ticket 4411" || rows[0].After != "REFUND_FAILED (resolved)" {
@@ -311,10 +311,16 @@ func TestRefundPaymentNow(t *testing.T) {
 		e.pay(t, "RP-1", "T-RP-2", "10.00")
 		c := e.signedIn(t, "alice")
 		queue := c.mustGet(t, "/console/queues/payments", http.StatusOK)
-		mustContain(t, queue.body, "1 payment(s) REFUND_PENDING", `href="/console/payments/T-RP-2/refund"`, "ALREADY_PAID")
+		mustContain(t, queue.body, "1 payment(s) owed back", `href="/console/payments/T-RP-2/refund"`, "ALREADY_PAID", "Queue refund…")
+		if strings.Contains(queue.body, "Refund now") {
+			t.Errorf("the queue offers to refund now; the action only queues the refund:\n%s", queue.body)
+		}
 		path := "/console/payments/T-RP-2/refund"
 		confirm := c.mustGet(t, path, http.StatusOK)
-		mustContain(t, confirm.body, "Refund payment T-RP-2", "ALREADY_PAID")
+		mustContain(t, confirm.body, "Queue the refund of payment T-RP-2", "ALREADY_PAID", "the refund worker asks Alipay on its next round")
+		if strings.Contains(confirm.body, " now rather than") {
+			t.Errorf("the confirmation says the money goes back now; it is queued:\n%s", confirm.body)
+		}
 		form := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, confirm.body)}, "note": {"buyer paid twice"}}
 		refused(t, e, c, path, form)
 		postTwice(t, c, path, form, "/console/payments/T-RP-2")
@@ -334,7 +340,10 @@ func TestRefundPaymentNow(t *testing.T) {
 		if len(rows) != 1 || rows[0].TargetID != "T-RP-2" || rows[0].Note != "buyer paid twice" {
 			t.Fatalf("audit: %+v", rows)
 		}
-		c.mustGet(t, path, http.StatusConflict) // no longer owed back
+		// No longer owed back: the 409 links back to the payment.
+		if r := c.mustGet(t, path, http.StatusConflict); !strings.Contains(r.body, `href="/console/payments/T-RP-2"`) {
+			t.Errorf("the 409 does not link to the payment:\n%s", r.body)
+		}
 		c.mustGet(t, "/console/payments/T-RP-1/refund", http.StatusConflict)
 	})
 }

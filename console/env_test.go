@@ -272,7 +272,7 @@ func (e *env) pay(tb testing.TB, outTradeNo, tradeNo, amount string) model.Outco
 // audits lists every admin_audit row, oldest first.
 func audits(tb testing.TB, store *dao.Store) []model.Audit {
 	tb.Helper()
-	rows, err := store.AuditPage(tb.Context(), "", 0, 1000)
+	rows, err := store.AuditPage(tb.Context(), "", 0, 1000, true)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -58,11 +58,11 @@ func TestOverview(t *testing.T) {
 		page := e.signedIn(t, "alice").mustGet(t, "/console/", http.StatusOK)
 		mustContain(t, page.body,
 			"<dt>applied (orders paid)</dt><dd>2 · 1,334.50 CNY</dd>",
-			"<dt>refund_pending</dt><dd>2 · 1,234.51 CNY</dd>",
+			"<dt>owed back</dt><dd>2 · 1,234.51 CNY</dd>",
 			"<dt>money in</dt><dd>2,569.01 CNY</dd>",
 			"<dt>duplicate</dt><dd>3</dd>",
 			"<dt>failure</dt><dd>3</dd>",
-			`payments refund pending</a></td><td class="num">2</td>`,
+			`payments owed back</a></td><td class="num">2</td>`,
 			`outbox pending</a></td><td class="num">4</td>`,
 			"<title>", // the chart has this minute's bar
 		)
@@ -214,12 +214,14 @@ func TestTimeline(t *testing.T) {
 
 		page := e.signedIn(t, "alice").mustGet(t, "/console/orders/TL-1", http.StatusOK)
 		mustContain(t, page.body,
-			`<span class="badge paid">PAID</span>`,
+			`<span class="badge paid" title="PAID">paid</span>`,
 			"coupon #9 −20.00 CNY; 1000 points −10.00 CNY",
 			"<strong>Pay attempt #1 opened</strong>",
 			"<strong>Pay attempt #1 paid</strong>",
-			"<strong>Payment recorded: applied</strong>",
-			"<strong>Payment recorded: refund_pending</strong>",
+			"<strong>Payment recorded, decided: applied</strong>",
+			// What was decided then, and where it is now: never a bare
+			// decision beside a badge of another state.
+			`<strong>Payment recorded, decided: owed back</strong><span class="badge refund_pending" title="REFUND_PENDING">now owed back</span>`,
 			"reason ALREADY_PAID",
 			"<strong>Event order.paid</strong>",
 			"<strong>Event payment.refund_pending</strong>",
@@ -253,7 +255,7 @@ func TestTimeline(t *testing.T) {
 			`out_trade_no <a href="/console/search?q=TL-1"><code class="id">TL-1</code></a>`,
 		)
 		// The story is in time order: placed, attempt, then payments.
-		placed, applied, pending := strings.Index(flat, "Order placed"), strings.Index(flat, "Payment recorded: applied"), strings.Index(flat, "Payment recorded: refund_pending")
+		placed, applied, pending := strings.Index(flat, "Order placed"), strings.Index(flat, "Payment recorded, decided: applied"), strings.Index(flat, "Payment recorded, decided: owed back")
 		if !(placed < applied && applied < pending) {
 			t.Errorf("story out of order: placed %d, applied %d, refund_pending %d", placed, applied, pending)
 		}
@@ -324,11 +326,15 @@ func TestQueues(t *testing.T) {
 		c.mustGet(t, "/console/queues/refunds?state=bogus", http.StatusBadRequest)
 
 		r = c.mustGet(t, "/console/queues/outbox", http.StatusOK)
-		mustContain(t, r.body, "1 event(s) FAILED", "order.paid", "nats: no responders", `href="/console/orders/QU-1"`)
+		mustContain(t, r.body, "1 event(s) failed", "order.paid", "nats: no responders", `href="/console/orders/QU-1"`)
 		c.mustGet(t, "/console/queues/outbox?state=SENT", http.StatusOK)
 		c.mustGet(t, "/console/queues/outbox?state=bogus", http.StatusBadRequest)
 
-		r = c.mustGet(t, "/console/audit?operator=alice", http.StatusOK)
+		// Sign-ins are hidden unless asked for: they would bury the actions.
+		if r = c.mustGet(t, "/console/audit?operator=alice", http.StatusOK); strings.Contains(r.body, "session.sign_in") {
+			t.Errorf("the audit log shows sign-ins unasked:\n%s", r.body)
+		}
+		r = c.mustGet(t, "/console/audit?operator=alice&sessions=1", http.StatusOK)
 		mustContain(t, r.body, "<td>alice</td><td>session.sign_in</td>")
 		// A sign-in's expiry is a time like any other: the operator's
 		// zone, UTC on hover.

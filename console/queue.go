@@ -28,9 +28,11 @@ type queueData[S ~string, R any] struct {
 }
 
 // serveQueue serves a queue page in the state ?state= names (states[0]
-// when it names none): read fills in the rows, the template tmpl shows
-// them under title and the state.
-func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Request, tmpl, title, noun string, states []S,
+// when it names none; then, if that tab is empty and fallback is set, the
+// fallback's, so the page never opens empty beside a busy queue): read
+// fills in the rows, the template tmpl shows them under title and the
+// state's label.
+func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Request, tmpl, title, noun string, fallback S, states []S,
 	read func(ctx context.Context, state S, d *queueData[S, R]) error) {
 	state, ok := queueState(r, states)
 	if !ok {
@@ -38,11 +40,16 @@ func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Req
 		return
 	}
 	d := queueData[S, R]{State: state, States: states}
-	if err := read(r.Context(), state, &d); err != nil {
+	err := read(r.Context(), state, &d)
+	if err == nil && d.Count.Count == 0 && fallback != "" && r.URL.Query().Get("state") == "" {
+		d = queueData[S, R]{State: fallback, States: states}
+		err = read(r.Context(), fallback, &d)
+	}
+	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	d.page = c.page(r, title+" "+string(state))
+	d.page = c.page(r, title+label(d.State))
 	c.render(w, r, http.StatusOK, tmpl, d)
 }
 
@@ -59,14 +66,14 @@ func numbered[S ~string, R any](r *http.Request, list func(context.Context, S, i
 // refundQueue lists refunds in one state: failed ones (to retry or
 // resolve) or those still in progress.
 func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "refunds", "Refunds", "refund",
+	serveQueue(c, w, r, "refunds", "Refunds ", "refund", model.RefundRefunding,
 		[]model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded},
 		numbered(r, c.d.Queues.RefundQueue))
 }
 
 // outboxQueue lists outbox rows not yet delivered (or delivered).
 func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "outbox", "Outbox", "outbox",
+	serveQueue(c, w, r, "outbox", "Outbox ", "outbox", model.OutboxPending,
 		[]model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent},
 		func(ctx context.Context, state model.OutboxState, d *queueData[model.OutboxState, service.EventRow]) error {
 			d.After, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
@@ -81,22 +88,26 @@ func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
 
 type auditData struct {
 	page
-	// Filter is the operator the log is filtered by.
-	Filter string
-	Rows   []model.Audit
-	Next   int64
+	// Filter is the operator the log is filtered by; Sessions, whether it
+	// shows sign-ins and sign-outs.
+	Filter   string
+	Sessions bool
+	Rows     []model.Audit
+	Next     int64
 }
 
 // auditLog lists what operators did, newest first.
 func (c *Console) auditLog(w http.ResponseWriter, r *http.Request) {
 	operator := r.URL.Query().Get("operator")
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	rows, err := c.d.Lookup.AuditLog(r.Context(), operator, max(before, 0))
+	// Sign-ins and sign-outs would bury the actions: shown when asked.
+	sessions := r.URL.Query().Get("sessions") == "1"
+	rows, err := c.d.Lookup.AuditLog(r.Context(), operator, max(before, 0), sessions)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	d := auditData{page: c.page(r, "Audit log"), Filter: operator, Rows: rows}
+	d := auditData{page: c.page(r, "Audit log"), Filter: operator, Sessions: sessions, Rows: rows}
 	if len(rows) == service.QueuePage {
 		d.Next = rows[len(rows)-1].ID
 	}

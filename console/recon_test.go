@@ -29,7 +29,7 @@ func TestUnmatchedPayment(t *testing.T) {
 			`unmatched payments</a></td><td class="num">1</td>`)
 
 		queue := c.mustGet(t, "/console/queues/payments?state=UNMATCHED", http.StatusOK)
-		mustContain(t, queue.body, "1 payment(s) UNMATCHED", `href="/console/payments/T-UM-1/refund"`)
+		mustContain(t, queue.body, "1 payment(s) unmatched (no order)", `href="/console/payments/T-UM-1/refund"`)
 		page := c.mustGet(t, "/console/payments/T-UM-1", http.StatusOK)
 		mustContain(t, page.body, "none recorded", "Refund this payment…")
 
@@ -105,7 +105,7 @@ func TestReconQueue(t *testing.T) {
 		)
 		c := e.signedIn(t, "alice")
 		ov := c.mustGet(t, "/console/", http.StatusOK)
-		mustContain(t, ov.body, `reconciliation differences</a></td><td class="num">1</td>`, `>2026-11-30</a><span class="badge done">DONE</span>, 1 unresolved`)
+		mustContain(t, ov.body, `reconciliation differences</a></td><td class="num">1</td>`, `>2026-11-30</a><span class="badge done" title="DONE">done</span>, 1 unresolved`)
 
 		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
 		mustContain(t, queue.body, "1 item(s) unresolved", "AMOUNT_DIFFERS", "the bill says 29.00", "29.00 CNY")

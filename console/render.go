@@ -59,12 +59,37 @@ var funcs = template.FuncMap{
 	"payLink":      payLink,
 	"providerName": model.Provider.Name,
 	"status":       func(s model.OrderStatus) string { return s.String() },
-	"outcome":      func(p model.Payment) string { return string(model.OutcomeOf(p.State, p.Reason)) },
+	"outcome":      func(p model.Payment) string { return label(model.OutcomeOf(p.State, p.Reason)) },
 	"lower":        strings.ToLower,
+	"label":        label,
 	"add":          func(a, b int) int { return a + b },
 	"sub":          func(a, b int) int { return a - b },
 	"dict":         dict,
 	"keySuffix":    keySuffix,
+}
+
+// labels are the words a page shows for a state, a decision or an
+// outcome; the enum itself stays in the badge's title, as the API and the
+// logs write it.
+var labels = map[string]string{
+	"REFUND_PENDING":           "owed back",
+	"refund_pending":           "owed back",
+	"REFUND_FAILED":            "refund failed",
+	"UNMATCHED":                "unmatched (no order)",
+	"unmatched":                "unmatched (no order)",
+	"AWAITING_PAYMENT":         "awaiting payment",
+	"MISSING_AT_ALIPAY":        "missing at Alipay",
+	"REFUND_MISSING_AT_ALIPAY": "refund missing at Alipay",
+}
+
+// label is how a page says v (a state, a decision, an outcome): its words
+// from labels, or the enum in lower case, in words.
+func label(v any) string {
+	s := fmt.Sprint(v)
+	if l, ok := labels[s]; ok {
+		return l
+	}
+	return strings.ReplaceAll(strings.ToLower(s), "_", " ")
 }
 
 // keySuffix makes one form's key out of its page's: a page with a form
@@ -254,6 +279,9 @@ type statusData struct {
 	page
 	Code    int
 	Message string
+	// Back, if set, is the page the failed action was about (BackTo names
+	// it), linked besides the overview.
+	Back, BackTo string
 }
 
 // status shows a short message page.
@@ -264,6 +292,12 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request, code int, msg s
 // fail answers an error: domain errors with their own words, anything
 // else logged once and shown as an internal error.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.failAbout(w, r, err, "", "")
+}
+
+// failAbout is fail with a link back to the page the action was about
+// (back, named by backTo: "the payment").
+func (c *Console) failAbout(w http.ResponseWriter, r *http.Request, err error, back, backTo string) {
 	for _, row := range errorTable {
 		if errors.Is(err, row.err) {
 			msg := row.msg
@@ -273,7 +307,8 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 			if msg == "" {
 				msg = err.Error()
 			}
-			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg})
+			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg,
+				Back: back, BackTo: backTo})
 			return
 		}
 	}

@@ -90,8 +90,10 @@ type moment struct {
 	Title string
 	// Detail is a sentence whose ids link to their timeline.
 	Detail []piece
-	// State is shown as a badge.
+	// State is shown as a badge; Now says it is where the thing is now,
+	// not what it was at At.
 	State string
+	Now   bool
 }
 
 // timeline shows everything recorded about an order, in time order.
@@ -134,10 +136,13 @@ func story(t service.Timeline, loc *time.Location) []moment {
 			detail = append(detail, say(", reason "+string(p.Reason))...)
 		}
 		if p.PaidAt != nil {
-			detail = append(detail, say(", paid at "+p.Provider.Name()+" "+p.PaidAt.In(loc).Format("2006-01-02 15:04:05 MST"))...)
+			// No-break spaces: a date never wraps inside itself.
+			detail = append(detail, say(", paid at "+p.Provider.Name()+" "+p.PaidAt.In(loc).Format("2006-01-02\u00a015:04:05\u00a0MST"))...)
 		}
-		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded: " + string(model.OutcomeOf(p.State, p.Reason)),
-			Detail: detail, State: string(p.State)})
+		// The title says what was decided when it came; the badge, where
+		// the payment is now ("now refunded").
+		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded, decided: " + label(model.OutcomeOf(p.State, p.Reason)),
+			Detail: detail, State: string(p.State), Now: true})
 	}
 	s = append(s, refundStory(t.Refunds, t.RefundChanges)...)
 	for _, e := range t.Events {

@@ -76,11 +76,15 @@ func (s *Store) AuditByTarget(ctx context.Context, kind, id string) ([]model.Aud
 }
 
 // AuditPage lists up to limit actions, newest first, with an id below
-// before (0: from the newest), by one operator if operator is set.
-func (s *Store) AuditPage(ctx context.Context, operator string, before int64, limit int) ([]model.Audit, error) {
+// before (0: from the newest), by one operator if operator is set, with
+// sign-ins and sign-outs only if sessions.
+func (s *Store) AuditPage(ctx context.Context, operator string, before int64, limit int, sessions bool) ([]model.Audit, error) {
 	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
 	if operator != "" {
 		q = q.Where("operator = ?", operator)
+	}
+	if !sessions {
+		q = q.Where("action NOT IN ?", []model.AuditAction{model.AuditSignIn, model.AuditSignOut})
 	}
 	if before > 0 {
 		q = q.Where("id < ?", before)

@@ -23,6 +23,12 @@ func (s *Store) Order(ctx context.Context, sn string) (model.Order, error) {
 	return s.order(ctx, s.db, sn)
 }
 
+// CountOrders is how many orders the database holds (dev says so at start).
+func (s *Store) CountOrders(ctx context.Context) (int64, error) {
+	var n int64
+	return n, mapErr(s.db.WithContext(ctx).Table(orderTable).Count(&n).Error)
+}
+
 func (s *Store) order(ctx context.Context, db *gorm.DB, sn string) (model.Order, error) {
 	var o model.Order
 	err := db.WithContext(ctx).Table(orderTable).Select(orderColumns).Where("order_sn = ?", sn).Take(&o).Error

@@ -107,9 +107,9 @@ func (s *Server) ExpireBillURL(times int) {
 }
 
 // ConsoleRefund refunds fen of the paid trade outTradeNo as the merchant
-// platform (商户平台) does: under outRefundNo, with no call from the
-// service and no notification.
-func (s *Server) ConsoleRefund(outTradeNo, outRefundNo string, fen int64) error {
+// platform (商户平台) does, at at: under outRefundNo, with no call from
+// the service and no notification.
+func (s *Server) ConsoleRefund(outTradeNo, outRefundNo string, fen int64, at time.Time) error {
 	s.mu.Lock()
 	t, ok := s.byOut[outTradeNo]
 	var total int64
@@ -120,8 +120,14 @@ func (s *Server) ConsoleRefund(outTradeNo, outRefundNo string, fen int64) error 
 	if !ok {
 		return errNoTrade
 	}
-	_, err := s.makeRefund(Refund{OutRefundNo: outRefundNo, OutTradeNo: outTradeNo, Refund: fen, Total: total})
-	return err
+	if _, err := s.makeRefund(Refund{OutRefundNo: outRefundNo, OutTradeNo: outTradeNo, Refund: fen, Total: total}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.refunds[outRefundNo]
+	r.Created, r.Settled = at, at
+	return nil
 }
 
 func (s *Server) editBill(transactionID string, f func(*billEdit)) {

@@ -424,7 +424,7 @@ func TestAdminRefundsList(t *testing.T) {
 				t.Errorf("refund %s audited as %+v, want its order and the reason as the note", f.OutRequestNo, a[0])
 			}
 		}
-		if all, err := store.AuditPage(t.Context(), model.OperatorAdminAPI, 0, 10); err != nil || len(all) != 3 {
+		if all, err := store.AuditPage(t.Context(), model.OperatorAdminAPI, 0, 10, true); err != nil || len(all) != 3 {
 			t.Fatalf("admin-api actions %+v %v, want the three refunds", all, err)
 		}
 

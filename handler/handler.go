@@ -82,8 +82,10 @@ func New(d Deps) http.Handler {
 	r.UseRawPath, r.UnescapePathValues = true, true
 	r.Use(requestID(d.Log), countRequests(m), recovery())
 
-	a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
-	r.POST("/alipay/notify", a.Notify)
+	if d.Verifier != nil { // nil: Alipay is not configured
+		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+		r.POST("/alipay/notify", a.Notify)
+	}
 	if d.WeChatPay != nil {
 		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
@@ -122,12 +124,15 @@ func routeAPI(r *gin.Engine, d Deps) {
 	if len(d.JWTSecret) > 0 && d.Orders != nil {
 		o := &Orders{orders: d.Orders}
 		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
-		api.POST("/orders", o.Place)
+		keys := service.NewIdempotencyKeys(d.JWTSecret)
+		issued := checkIssuedKey(keys)
+		api.POST("/idempotency-keys", (&IdempotencyKeys{keys: keys}).Issue)
+		api.POST("/orders", issued, o.Place)
 		api.GET("/orders/:sn", o.Get)
 		api.POST("/orders/:sn/cancel", o.Cancel)
 		api.GET("/order-requests/:key", o.RequestStatus)
 		if d.Checkout != nil {
-			api.POST("/orders/:sn/pay", (&Pay{checkout: d.Checkout}).Start)
+			api.POST("/orders/:sn/pay", issued, (&Pay{checkout: d.Checkout}).Start)
 		}
 	}
 }

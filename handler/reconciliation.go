@@ -31,9 +31,9 @@ func (h *Reconciliations) List(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	out := make([]runView, len(runs))
+	out := make([]RunView, len(runs))
 	for i, r := range runs {
-		out[i] = newRunView(r)
+		out[i] = NewRunView(r)
 	}
 	writeJSON(c, http.StatusOK, gin.H{"reconciliations": out})
 }
@@ -55,7 +55,7 @@ func (h *Reconciliations) Detail(c *gin.Context) {
 	for i, it := range d.Items {
 		items[i] = newItemView(it)
 	}
-	writeJSON(c, http.StatusOK, gin.H{"reconciliation": newRunView(d.ReconRun), "attempts": d.History, "items": items})
+	writeJSON(c, http.StatusOK, gin.H{"reconciliation": NewRunView(d.ReconRun), "attempts": d.History, "items": items})
 }
 
 // Run handles POST /admin/reconciliations/{date}/run: reconciles the date
@@ -72,10 +72,10 @@ func (h *Reconciliations) Run(c *gin.Context) {
 	}
 	if !done {
 		c.Header("Location", "/admin/reconciliations/"+run.BillDate)
-		writeJSON(c, http.StatusAccepted, newRunView(run))
+		writeJSON(c, http.StatusAccepted, NewRunView(run))
 		return
 	}
-	writeJSON(c, http.StatusOK, newRunView(run))
+	writeJSON(c, http.StatusOK, NewRunView(run))
 }
 
 // Resolve handles POST /admin/reconciliations/{date}/items/{id}/resolve
@@ -106,9 +106,10 @@ func (h *Reconciliations) Resolve(c *gin.Context) {
 	writeJSON(c, http.StatusOK, newItemView(it))
 }
 
-// runView is a run as operators read it: money as strings with two
-// decimals.
-type runView struct {
+// RunView is a run as operators read it, in the one shape the admin API
+// and paynotify reconcile print: money as strings with two decimals, the
+// bill's and the ledger's totals under the same names.
+type RunView struct {
 	BillDate   string         `json:"bill_date"`
 	State      string         `json:"state"`
 	Attempts   int            `json:"attempts"`
@@ -121,8 +122,9 @@ type runView struct {
 	Ledger     gin.H          `json:"ledger"`
 }
 
-func newRunView(r model.ReconRun) runView {
-	v := runView{BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
+// NewRunView is r as operators read it.
+func NewRunView(r model.ReconRun) RunView {
+	v := RunView{BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
 		Counts: map[string]int{}, Unresolved: r.Unresolved,
 		Bill: gin.H{"payments": r.Bill.Payments, "payment_amount": r.Bill.PaymentReceived.StringFixed(2),
 			"refunds": r.Bill.Refunds, "refund_amount": r.Bill.RefundReceived.Neg().StringFixed(2), "fees": r.Bill.Fees.Neg().StringFixed(2)},

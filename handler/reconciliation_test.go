@@ -48,8 +48,20 @@ func TestReconciliationViews(t *testing.T) {
 		if status, _, body := c.post(t, "/admin/reconciliations/"+today+"/run", "Bearer "+payAdminToken, "", ""); status != http.StatusBadRequest {
 			t.Fatalf("run of today, whose bill is not out: %d %s", status, body)
 		}
+		// Impossible dates are refused at the edge, before anything is
+		// claimed or fetched.
+		for _, d := range []string{"0000-01-01", "2004-11-30", time.Now().In(model.Beijing).AddDate(1, 0, 0).Format("2006-01-02")} {
+			if status, _, body := c.post(t, "/admin/reconciliations/"+d+"/run", "Bearer "+payAdminToken, "", ""); status != http.StatusBadRequest {
+				t.Errorf("run of %s: %d %s, want 400", d, status, body)
+			}
+			mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, d, 0)
+		}
 		// The run asked for is in admin_audit; the one refused is not.
-		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, date, 1)
+		// The row says what was asked, never a state the run has left
+		// (it is append-only: "→ RUNNING" would stay when the run is DONE).
+		if asked := mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, date, 1); asked[0].After != model.AuditReconRunAsked {
+			t.Errorf("recon.run audit row reads %q → %q, want %q", asked[0].Before, asked[0].After, model.AuditReconRunAsked)
+		}
 		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, today, 0)
 
 		var list struct {

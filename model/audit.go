@@ -22,6 +22,10 @@ const (
 	AuditReconRun      AuditAction = "recon.run"
 )
 
+// AuditReconRunAsked is a recon.run row's after: what the operator did. The
+// row is append-only, so it names no state of the run, which moves on.
+const AuditReconRunAsked = "run asked (its outcome is on the reconciliation page)"
+
 // OperatorAdminAPI is the operator admin_audit names for a change made
 // through the JSON admin API (/admin): whoever holds ADMIN_TOKEN. The
 // token itself is never recorded.

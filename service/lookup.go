@@ -30,8 +30,8 @@ func (l *Lookup) Refunds(ctx context.Context, sn string) ([]model.Refund, error)
 
 // AuditLog lists one page of operator actions, newest first, with an id
 // below before (0: the newest), by one operator if set.
-func (l *Lookup) AuditLog(ctx context.Context, operator string, before int64) ([]model.Audit, error) {
-	return l.store.AuditPage(ctx, operator, before, QueuePage)
+func (l *Lookup) AuditLog(ctx context.Context, operator string, before int64, sessions bool) ([]model.Audit, error) {
+	return l.store.AuditPage(ctx, operator, before, QueuePage, sessions)
 }
 
 // Payment reads one payment by its provider and trade_no, with its order's

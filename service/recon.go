@@ -151,19 +151,16 @@ type claimed struct {
 // claim claims date's run for an attempt of this instance; asked, through
 // the admin API, with the ask in admin_audit.
 func (r *BillReconciler) claim(ctx context.Context, date string, asked bool) (claimed, error) {
-	day, err := ParseBillDate(date)
+	day, err := CheckBillDate(date, r.now())
 	if err != nil {
 		return claimed{}, err
-	}
-	if !day.Before(r.today()) {
-		return claimed{}, fmt.Errorf("%w: %s has no bill yet (Alipay publishes a day's bill the next morning)", model.ErrInvalidRequest, date)
 	}
 	started := r.now()
 	var audit *model.Audit
 	if asked {
 		audit = &model.Audit{Key: apiKey(model.AuditReconRun, date, r.owner, strconv.FormatInt(started.UnixNano(), 10)),
 			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
-			After: string(model.ReconRunning)}
+			After: model.AuditReconRunAsked}
 	}
 	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {

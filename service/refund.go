@@ -40,6 +40,11 @@ type Refunds struct {
 	// an unknown outcome, which might have been a refund: only a signed
 	// refusal fails it.
 	AlertAfter int
+	// LeavePending keeps the worker from taking REFUND_PENDING payments:
+	// they wait for an operator to queue each one (the console's queue of
+	// payments owed back, as dev -manual-refunds runs it); refunds queued
+	// are still sent and confirmed.
+	LeavePending bool
 	// OnFinished, if set, is told how each refund ended (REFUNDED, or
 	// REFUND_FAILED: refused by Alipay), once, after it is recorded.
 	OnFinished func(model.RefundState)
@@ -57,10 +62,14 @@ func (r *Refunds) Job() Job {
 	return Job{Name: "refunds", Interval: r.Interval, RunOnce: r.RunOnce}
 }
 
-// RunOnce enqueues one batch of REFUND_PENDING payments, then asks Alipay
-// for one batch of due refunds, and says how many ended REFUNDED.
+// RunOnce enqueues one batch of REFUND_PENDING payments (unless
+// LeavePending), then asks Alipay for one batch of due refunds, and says
+// how many ended REFUNDED.
 func (r *Refunds) RunOnce(ctx context.Context) (int, error) {
-	_, errEnqueue := r.Enqueue(ctx)
+	var errEnqueue error
+	if !r.LeavePending {
+		_, errEnqueue = r.Enqueue(ctx)
+	}
 	done, err := r.Execute(ctx)
 	return done, errors.Join(errEnqueue, err)
 }

@@ -93,3 +93,33 @@ func TestRefundChangesRecorded(t *testing.T) {
 		}
 	})
 }
+
+// With LeavePending the worker leaves money owed back to an operator: its
+// rounds send no refund until one is queued (RefundPayment), then send
+// that one.
+func TestRefundsLeavePending(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newRig(t, store)
+		c := r.checkout(nil)
+		o := owedBack(t, r, c, "LP", "12.00")
+		r.refunds.LeavePending = true
+		defer func() { r.refunds.LeavePending = false }()
+		if n, err := r.refunds.RunOnce(ctx); err != nil || n != 0 {
+			t.Fatalf("RunOnce = %d, %v; want 0", n, err)
+		}
+		ps := mustPayments(t, store, o.ID)
+		if ps[0].State != model.PaymentRefundPending {
+			t.Fatalf("after a round the payment is %s, want REFUND_PENDING (left to the operator)", ps[0].State)
+		}
+		act := model.Act{Operator: "alice", Key: "queue-form-0000001"}
+		if _, err := r.refunds.RefundPayment(ctx, act, ps[0].Provider, ps[0].TradeNo); err != nil {
+			t.Fatalf("RefundPayment: %v", err)
+		}
+		if n, err := r.refunds.RunOnce(ctx); err != nil || n != 1 {
+			t.Fatalf("RunOnce after the operator queued it = %d, %v; want 1", n, err)
+		}
+		if got := onlyRefund(t, store, o.ID); got.State != model.RefundRefunded {
+			t.Fatalf("refund %s, want REFUNDED", got.State)
+		}
+	})
+}

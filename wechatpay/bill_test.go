@@ -44,7 +44,7 @@ func TestTradeBill(t *testing.T) {
 	}
 	paid := e.paidTrade(t, "DEMO-7001", 10000)
 	other := e.paidTrade(t, "DEMO-7002", 250)
-	if err := e.fake.ConsoleRefund("DEMO-7001", "CONSOLE-1", 3000); err != nil {
+	if err := e.fake.ConsoleRefund("DEMO-7001", "CONSOLE-1", 3000, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := e.client.TradeBill(ctx, today)
