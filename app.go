@@ -57,6 +57,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	// Metrics
 	reg := metrics.NewRegistry(a.store.SQL())
 	m := metrics.New(reg)
+	m.WatchState(a.store)
 
 	// Use Cases
 	if a.cfg.APIJWTSecret == "" {

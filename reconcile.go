@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"paynotify/alipay"
@@ -12,22 +14,27 @@ import (
 	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
+	"paynotify/wechatpay"
 )
 
-const reconcileUsage = `usage: paynotify reconcile [-date yyyy-MM-dd]
+const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-date yyyy-MM-dd]
 
-Reconciles one Beijing day of the ledger against Alipay's trade bill
-(default: yesterday in Beijing): fetches the bill, repairs what it proves
-we missed, records every difference, prints the run as JSON and exits 0
-only when the run succeeded and left nothing unresolved — 1 when it
-failed, found differences, or another instance holds the date — so cron
-and CI can alert. Configuration comes from the environment, as for serve.
+Reconciles one Beijing day of the ledger against a provider's trade bill
+(default: yesterday in Beijing; every configured provider — Alipay, and
+WeChat Pay when WECHATPAY_* is set — unless -provider names one): fetches
+the bill, repairs what it proves we missed, records every difference,
+prints each run as JSON and exits 0 only when every run succeeded and left
+nothing unresolved — 1 when one failed, found differences, or another
+instance holds the date — so cron and CI can alert. Configuration comes
+from the environment, as for serve.
 `
 
-// reconcileCmd runs one reconciliation and reports it by exit status.
+// reconcileCmd runs one reconciliation per provider asked for and reports
+// the worst of them by exit status.
 func reconcileCmd(ctx context.Context, env environment) error {
 	fs := newFlags("reconcile", reconcileUsage)
 	date := fs.String("date", "", "the Beijing day to reconcile, yyyy-MM-dd (default: yesterday)")
+	only := fs.String("provider", "", "alipay or wechatpay (default: every configured provider)")
 	if err := parseFlags(fs, env, 0); err != nil {
 		return err
 	}
@@ -40,15 +47,34 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
 		return usageError{fmt.Errorf("reconcile: -date: %v", err)}
 	}
+	if *only != "" && !slices.Contains(model.Providers, model.Provider(*only)) {
+		return usageError{fmt.Errorf("reconcile: -provider %q: want alipay or wechatpay", *only)}
+	}
 	cfg, err := config.Load(env.environ)
 	acfg, aerr := alipay.FromConfig(cfg, devKeys())
-	if err := config.Join(err, aerr); err != nil {
+	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
+	if err := config.Join(err, aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	client, err := alipay.New(acfg)
 	if err != nil {
 		return err
+	}
+	providers := service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}
+	if weChatOn {
+		wc, err := wechatpay.New(wcfg)
+		if err != nil {
+			return err
+		}
+		providers[model.ProviderWechatpay] = wechatpay.NewProvider(wc, "")
+	}
+	names := providers.Names()
+	if *only != "" {
+		if _, ok := providers[model.Provider(*only)]; !ok {
+			return fmt.Errorf("reconcile: -provider %s: %s is not configured (its variables are not set)", *only, *only)
+		}
+		names = []model.Provider{model.Provider(*only)}
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
 	if err != nil {
@@ -58,12 +84,20 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
-	recon := service.NewBillReconciler(store, alipay.NewProvider(client, "", ""), service.NewPayments(store), log)
-	run, err := recon.Run(ctx, *date)
-	if err != nil {
-		return err
+	payments := service.NewPayments(store)
+	var errs []error
+	for _, p := range names {
+		recon := service.NewBillReconciler(store, providers[p], payments, log)
+		recon.Provider = p
+		run, err := recon.Run(ctx, *date)
+		if err == nil {
+			err = reportRun(env, run)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
 	}
-	return reportRun(env, run)
+	return errors.Join(errs...)
 }
 
 // reportRun prints a run and turns what it found into the exit status.

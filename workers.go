@@ -14,8 +14,8 @@ import (
 )
 
 // workers are what runs beside the HTTP server: every background job
-// (the order closer, the Alipay jobs, the outbox relay when NATS_URL is
-// set) through service.RunJobs, and, in dev, the accounting consumer — all
+// (the order closer, the retention job, the providers' jobs, the outbox
+// relay when NATS_URL is set) through service.RunJobs, and, in dev, the accounting consumer — all
 // in one errgroup, stopped by one context.
 type workers struct {
 	cancel context.CancelFunc
@@ -23,14 +23,18 @@ type workers struct {
 	broker *broker.JetStream
 }
 
-// startWorkers starts the background jobs: the closer and the relay, made
-// here from the configuration, and the jobs given. They stop with stop(),
-// not with the server's context, so they outlive the HTTP drain.
+// startWorkers starts the background jobs: the closer, the retention job
+// and the relay, made here from the configuration, and the jobs given.
+// They stop with stop(), not with the server's context, so they outlive
+// the HTTP drain.
 func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.Metrics, consume bool, jobs ...service.Job) (*workers, error) {
 	m.WatchOutbox(store)
 	closer := service.NewCloser(store, log)
 	closer.PayTimeout, closer.Interval, closer.Batch = cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch
-	jobs = append([]service.Job{closer.Job()}, jobs...)
+	retention := service.NewRetention(store)
+	retention.Outbox, retention.Recon = cfg.OutboxRetention, cfg.ReconRetention
+	retention.OnPurged, retention.OnOverdue = m.RetentionPurged, m.RetentionOverdue
+	jobs = append([]service.Job{closer.Job(), retention.Job()}, jobs...)
 
 	var b *broker.JetStream
 	if cfg.NATSURL == "" {

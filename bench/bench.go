@@ -37,10 +37,12 @@ type bench struct {
 	bin      string
 	profBin  string // bin plus the profiling hook, if -profile
 	keys     keys
+	wxKeys   weChatKeys // with -wechatpay
 	dbNames  []string
 	svcDB    string
 	baseDB   string
 	keepLogs bool
+	purger   *purger // -purge
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -97,6 +99,11 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 	if b.keys, err = newKeys(); err != nil {
 		return nil, err
 	}
+	if opt.wechatpay {
+		if b.wxKeys, err = newWeChatKeys(b.tmp); err != nil {
+			return nil, err
+		}
+	}
 
 	suffix := fmt.Sprintf("%d_%d", os.Getpid(), time.Now().Unix()%100000)
 	b.svcDB, b.baseDB = "paynotify_bench_svc_"+suffix, "paynotify_bench_base_"+suffix
@@ -115,13 +122,31 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 			return nil, err
 		}
 	}
+	if opt.purge > 0 {
+		db, err := sql.Open("mysql", dsnFor(server, b.svcDB, nil))
+		if err != nil {
+			return nil, err
+		}
+		err = fillPurgeable(ctx, db, opt.purge, log)
+		db.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return b, nil
 }
 
 func (b *bench) serviceEnv(addr string) []string {
 	// Later entries win: -env can override the defaults.
-	return append(serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys), b.opt.extraEnv...)
+	env := serviceEnv(addr, dsnFor(b.server, b.svcDB, nil), b.opt.pool, b.keys)
+	if b.opt.purge > 0 {
+		env = append(env, serviceRetention...)
+	}
+	if b.opt.wechatpay {
+		env = append(env, b.wxKeys.env()...)
+	}
+	return append(env, b.opt.extraEnv...)
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -159,6 +184,9 @@ type cell struct {
 	stmts, prepares float64
 	cpu             cpuUse
 	attempts        int // 1, or more if other work disturbed earlier runs
+	// purge is what the retention job's rounds did during the cell
+	// (kindFirstPurge).
+	purge *purgeStats
 }
 
 // measure runs every cell, level by level: at each level the two
@@ -229,6 +257,12 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		meter.watch("service", svc.cmd.Process.Pid)
 	}
 
+	if b.opt.purge > 0 {
+		if b.purger, err = newPurger(ctx, dsnFor(b.server, b.svcDB, nil)); err != nil {
+			return nil, err
+		}
+		defer b.purger.close()
+	}
 	rep := &report{opt: b.opt}
 	if rep.env, err = environment(ctx, b.admin, b.bin, b.root); err != nil {
 		return nil, err
@@ -240,14 +274,24 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	sent := 0 // distinct notices the service received
 	for _, c := range b.opt.levels {
 		var bodies [][]byte // the first notices the storm resends
+		var wxReqs []weChatRequest
 		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		if b.purger != nil {
+			kinds = []string{kindNaive, kindTuned, kindFirst, kindFirstPurge, kindDuplicate}
+		}
+		if b.opt.wechatpay {
+			kinds = append(kinds, kindWeChatFirst, kindWeChatDuplicate)
+		}
 		if addrsB != nil {
 			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
 		}
 		for _, kind := range kinds {
 			to, letter := addrs, "S"
-			if strings.HasSuffix(kind, "]") {
+			switch {
+			case strings.HasSuffix(kind, "]"):
 				to, letter = addrsB, "C"
+			case kind == kindFirstPurge:
+				letter = "P"
 			}
 			for attempt := 0; ; attempt++ {
 				// Fresh orders for every attempt: a first notice, or a
@@ -265,7 +309,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst, b.compared(kindFirst):
+				case kindFirst, kindFirstPurge, b.compared(kindFirst):
 					orders := makeOrders(letter+prefix, per)
 					if err := seedOrders(ctx, svcDB, orders); err != nil {
 						return nil, err
@@ -275,6 +319,22 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 					}
 					sent += per
 					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
+				case kindWeChatFirst:
+					orders := makeOrders("W"+prefix, per)
+					if err := seedOrders(ctx, svcDB, orders); err != nil {
+						return nil, err
+					}
+					t0 := time.Now()
+					if wxReqs, err = weChatNotices(ctx, b.wxKeys, orders); err != nil {
+						return nil, err
+					}
+					b.progress("sealed and signed %d WeChat Pay notifications in %v", len(wxReqs), time.Since(t0).Round(time.Millisecond))
+					sent += per
+					warm, meas = weChatOps(to, wxReqs, seq(0, w)), weChatOps(to, wxReqs, seq(w, per))
+				case kindWeChatDuplicate:
+					seed := 100*c + attempt
+					warm = weChatOps(to, wxReqs, shuffled(seq(0, w), seed))
+					meas = weChatOps(to, wxReqs, shuffled(seq(w, per), seed+50))
 				case kindDuplicate, b.compared(kindDuplicate):
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.
@@ -309,6 +369,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
 		return nil, err
 	}
+	if b.purger != nil {
+		if rep.leftOutbox, rep.leftLines, err = remaining(ctx, svcDB); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -339,17 +404,26 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 	if err != nil {
 		return cell{}, err
 	}
+	var stopPurge func() purgeStats
+	if kind == kindFirstPurge {
+		stopPurge = b.purger.start(ctx)
+	}
 	s0 := meter.snap()
 	res, err := drive(ctx, c, b.opt.n, meas)
+	s1 := meter.snap()
+	var purged *purgeStats
+	if stopPurge != nil {
+		st := stopPurge()
+		purged = &st
+	}
 	if err != nil {
 		return cell{}, err
 	}
-	s1 := meter.snap()
 	q1, p1, err := serverCounters(ctx, b.admin)
 	if err != nil {
 		return cell{}, err
 	}
-	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1)}
+	cel := cell{level: c, kind: kind, res: res, cpu: s0.to(s1), purge: purged}
 	// The second SHOW STATUS is itself one question.
 	cel.stmts = float64(q1-q0-1) / float64(res.n)
 	cel.prepares = float64(p1-p0) / float64(res.n)
@@ -359,6 +433,9 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 		perReq(cel.cpu.service), perReq(cel.cpu.mariadb), perReq(cel.cpu.tool), cel.cpu.otherCores())
 	if res.fails > 0 {
 		b.progress("  first failure: %s", res.firstErr)
+	}
+	if purged != nil {
+		b.progress("  purged %d rows in %d rounds (%d failed), longest round %v", purged.rows, purged.rounds, purged.errs, purged.longest.Round(time.Millisecond))
 	}
 	return cel, nil
 }

@@ -116,14 +116,28 @@ func newHTTPClient(addr, path string) *httpClient {
 	h := "POST " + path + " HTTP/1.1\r\n" +
 		"Host: " + addr + "\r\n" +
 		"User-Agent: Mozilla/4.0\r\n" +
-		"Content-Type: application/x-www-form-urlencoded; charset=utf-8\r\n" +
-		"Content-Length: "
+		"Content-Type: application/x-www-form-urlencoded; charset=utf-8\r\n"
+	return &httpClient{addr: addr, header: []byte(h)}
+}
+
+// newJSONClient is newHTTPClient for a JSON body (WeChat Pay's).
+func newJSONClient(addr, path string) *httpClient {
+	h := "POST " + path + " HTTP/1.1\r\n" +
+		"Host: " + addr + "\r\n" +
+		"User-Agent: Mozilla/4.0\r\n" +
+		"Content-Type: application/json\r\n"
 	return &httpClient{addr: addr, header: []byte(h)}
 }
 
 // post sends body and returns the answer's body; any status but 200 is an
 // error.
 func (c *httpClient) post(ctx context.Context, body []byte) ([]byte, error) {
+	return c.postWith(ctx, nil, body, http.StatusOK)
+}
+
+// postWith sends body after the header lines extra (each ending CRLF) and
+// returns the answer's body; any status but want is an error.
+func (c *httpClient) postWith(ctx context.Context, extra, body []byte, want int) ([]byte, error) {
 	if c.conn == nil {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", c.addr)
@@ -138,6 +152,8 @@ func (c *httpClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	_ = c.conn.SetDeadline(deadline)
 	c.buf = append(c.buf[:0], c.header...)
+	c.buf = append(c.buf, extra...)
+	c.buf = append(c.buf, "Content-Length: "...)
 	c.buf = strconv.AppendInt(c.buf, int64(len(body)), 10)
 	c.buf = append(c.buf, "\r\n\r\n"...)
 	c.buf = append(c.buf, body...)
@@ -158,7 +174,7 @@ func (c *httpClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != want {
 		return answer, fmt.Errorf("HTTP %d: %q", resp.StatusCode, clip(answer))
 	}
 	return answer, nil

@@ -7,7 +7,7 @@
 // signature and no ORM: a naive port (server-side prepared statements, two
 // round trips per statement) and a tuned one (interpolateParams=true).
 //
-//	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out]
+//	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out] [-purge 1000000]
 //
 // It is a module of its own (bench/go.mod, which replaces paynotify with
 // ../), so its dependencies, such as github.com/google/pprof, stay out of
@@ -61,6 +61,12 @@ type options struct {
 	// compare, if set, is a second set of serve processes with these
 	// settings added, measured in the same run (e.g. a feature off).
 	compare envFlags
+	// purge, if set, is how many rows of each purged table to fill
+	// before the run, measuring first notices again during purge rounds.
+	purge int
+	// wechatpay also measures WeChat Pay's first notices and duplicates,
+	// on the same processes, beside Alipay's.
+	wechatpay bool
 }
 
 // envFlags collects repeated -env K=V.
@@ -92,6 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
+	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
+	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.instances < 1 || o.instances > 8 {
 		return o, errors.New("-instances: 1 to 8")
+	}
+	if o.purge < 0 || o.purge > 100_000_000 {
+		return o, errors.New("-purge: 0 to 100,000,000 rows")
 	}
 	if o.n < 1 || o.profileN < 1 || o.warmup < 0 || o.pool < 1 || o.retries < 0 || o.retries > 20 {
 		return o, errors.New("-n, -profile-n and -pool must be positive, -warmup not negative, -retries 0 to 20")

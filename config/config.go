@@ -77,6 +77,12 @@ type Config struct {
 	// ReconAt is when, in Beijing time (HH:MM), the daily reconciliation of
 	// yesterday's Alipay bill runs; "off" turns the job off.
 	ReconAt string `env:"RECON_AT" envDefault:"09:30"`
+	// OutboxRetention is how long a SENT outbox row is kept after it was
+	// sent; a consumer that lags longer reads the stream, not the table.
+	OutboxRetention time.Duration `env:"OUTBOX_RETENTION" envDefault:"168h"`
+	// ReconRetention is how long the matched bill lines of a date
+	// reconciled cleanly are kept; past it the date is never run again.
+	ReconRetention time.Duration `env:"RECON_RETENTION" envDefault:"2160h"`
 
 	AppID                string `env:"ALIPAY_APP_ID"`
 	SellerID             string `env:"ALIPAY_SELLER_ID"`
@@ -180,6 +186,10 @@ func (c *Config) check(vars map[string]string, unreadable map[string]bool) []str
 	positive("ORDER_CLOSE_INTERVAL", c.OrderCloseInterval > 0)
 	positive("ORDER_CLOSE_BATCH", c.OrderCloseBatch > 0)
 	positive("ALIPAY_JOBS_INTERVAL", c.AlipayJobsInterval > 0)
+	check("OUTBOX_RETENTION", c.OutboxRetention >= time.Hour, "at least 1h", false)
+	// The daily job retries a failed date for days, and a date's lines
+	// are what keeps a re-run from booking its fees twice.
+	check("RECON_RETENTION", c.ReconRetention >= 30*24*time.Hour, "at least 720h (30 days)", false)
 	// A request in flight at SIGTERM must be answered within the grace.
 	underGrace := fmt.Sprintf("less than the %v shutdown grace", ShutdownGrace)
 	for _, t := range []struct {

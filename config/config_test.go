@@ -85,6 +85,9 @@ func TestLoadNamesTheVariable(t *testing.T) {
 		{"ShortJWTSecret", "API_JWT_SECRET=short-secret", `API_JWT_SECRET: want at least 32 bytes (HS256 needs a 256-bit secret)`},
 		{"ShortAdminToken", "ADMIN_TOKEN=tiny", `ADMIN_TOKEN: want at least 16 characters`},
 		{"ShortSessionTTL", "CONSOLE_SESSION_TTL=30s", `CONSOLE_SESSION_TTL="30s": want at least 1m`},
+		{"ShortOutboxRetention", "OUTBOX_RETENTION=10m", `OUTBOX_RETENTION="10m": want at least 1h`},
+		{"ShortReconRetention", "RECON_RETENTION=168h", `RECON_RETENTION="168h": want at least 720h (30 days)`},
+		{"MalformedReconRetention", "RECON_RETENTION=90d", `RECON_RETENTION="90d": want a duration such as 500ms, 4s or 30m`},
 		{"MalformedSessionTTL", "CONSOLE_SESSION_TTL=a day", `CONSOLE_SESSION_TTL="a day": want a duration such as 500ms, 4s or 30m`},
 	}
 	for _, tc := range cases {

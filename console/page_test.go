@@ -14,6 +14,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/metrics"
 	"paynotify/model"
 )
 
@@ -51,7 +52,7 @@ func TestOverview(t *testing.T) {
 		}
 		for outcome, n := range map[string]int{"duplicate": 3, "bad_signature": 2, "order_not_found": 1, "applied": 2} {
 			for range n {
-				e.metrics.Notified(outcome, time.Millisecond)
+				e.metrics.Notified(outcome, metrics.AnswerSuccess, time.Millisecond)
 			}
 		}
 

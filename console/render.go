@@ -331,6 +331,7 @@ var errorTable = []struct {
 	{model.ErrNotUnmatched, http.StatusConflict, ""},
 	{model.ErrInvalidRequest, http.StatusBadRequest, ""},
 	{model.ErrNotActionable, http.StatusConflict, ""},
+	{model.ErrRunPurged, http.StatusConflict, ""},
 	{model.ErrNothingToRefund, http.StatusConflict, ""},
 	{model.ErrRefundTooLarge, http.StatusUnprocessableEntity, ""},
 	{model.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, ""},

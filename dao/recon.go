@@ -41,8 +41,12 @@ type runRecord struct {
 	LedgerPaymentAmount decimal.Decimal
 	LedgerRefunds       int
 	LedgerRefundAmount  decimal.Decimal
-	CreateTime          time.Time
-	UpdateTime          time.Time
+	// SeenPurge is how far the retention job has deleted the date's
+	// recon_seen lines (PurgeReconciledLines): '' (kept), seenPurging,
+	// seenPurged. Once not '', the date is never run again.
+	SeenPurge  string
+	CreateTime time.Time
+	UpdateTime time.Time
 }
 
 func (runRecord) TableName() string { return runTable }
@@ -124,7 +128,8 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 			return err
 		}
 		res := tx.db.WithContext(ctx).Table(runTable).
-			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?)", provider, billDate, model.ReconRunning, now).
+			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?) AND seen_purge = ''",
+				provider, billDate, model.ReconRunning, now).
 			Updates(map[string]any{
 				"state": model.ReconRunning, "owner": owner, "lease_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1"),
 				"started_at": now, "finished_at": nil, "error": "", "update_time": now,
@@ -132,12 +137,15 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 		if res.Error != nil {
 			return mapErr(res.Error)
 		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("%w: %s %s", model.ErrRunBusy, provider, billDate)
-		}
 		var r runRecord
 		if err := tx.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error; err != nil {
 			return mapErr(err)
+		}
+		if res.RowsAffected != 1 {
+			if r.SeenPurge != "" {
+				return fmt.Errorf("%w: %s %s", model.ErrRunPurged, provider, billDate)
+			}
+			return fmt.Errorf("%w: %s %s", model.ErrRunBusy, provider, billDate)
 		}
 		run = r.run()
 		if audit != nil {

@@ -63,6 +63,7 @@ var errorTable = []errorRow{
 	{model.ErrRunNotFound, "", slog.LevelInfo, http.StatusNotFound, "reconciliation_not_found", 0},
 	{model.ErrItemNotFound, "", slog.LevelInfo, http.StatusNotFound, "item_not_found", 0},
 	{model.ErrRunBusy, "", slog.LevelInfo, http.StatusConflict, "reconciliation_running", 5},
+	{model.ErrRunPurged, "", slog.LevelInfo, http.StatusConflict, "reconciliation_closed", 0},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrBusy, "busy", slog.LevelWarn, http.StatusServiceUnavailable, "unavailable", 1},
 	// An outage, not a bug: the readiness check takes the instance out of

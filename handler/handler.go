@@ -104,10 +104,16 @@ func New(d Deps) http.Handler {
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
-	r.GET("/readyz", func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	// ready is whether this instance can serve: /readyz answers it to a
+	// load balancer, paynotify_ready to an alert.
+	ready := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if err := d.DB.Ready(ctx); err != nil {
+		return d.DB.Ready(ctx)
+	}
+	m.WatchReady(ready)
+	r.GET("/readyz", func(c *gin.Context) {
+		if err := ready(c.Request.Context()); err != nil {
 			logger(c).Warn("not ready", "err", err)
 			c.String(http.StatusServiceUnavailable, "database unreachable")
 			return

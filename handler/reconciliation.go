@@ -110,6 +110,7 @@ func (h *Reconciliations) Resolve(c *gin.Context) {
 // and paynotify reconcile print: money as strings with two decimals, the
 // bill's and the ledger's totals under the same names.
 type RunView struct {
+	Provider   string         `json:"provider"`
 	BillDate   string         `json:"bill_date"`
 	State      string         `json:"state"`
 	Attempts   int            `json:"attempts"`
@@ -124,7 +125,7 @@ type RunView struct {
 
 // NewRunView is r as operators read it.
 func NewRunView(r model.ReconRun) RunView {
-	v := RunView{BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
+	v := RunView{Provider: string(r.Provider), BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
 		Counts: map[string]int{}, Unresolved: r.Unresolved,
 		Bill: gin.H{"payments": r.Bill.Payments, "payment_amount": r.Bill.PaymentReceived.StringFixed(2),
 			"refunds": r.Bill.Refunds, "refund_amount": r.Bill.RefundReceived.Neg().StringFixed(2), "fees": r.Bill.Fees.Neg().StringFixed(2)},

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,16 +27,48 @@ func (m *Metrics) newHTTP() {
 		Help:    "Time to answer an HTTP request, by route template and method.",
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"route", "method"})
-	m.reg.MustRegister(m.notifications, m.notifyLatency, m.requests, m.requestTime)
+	answers := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notify_answers_total",
+		Help: "Alipay notifications by answer: success (processed), or failure (Alipay resends; alert on its share).",
+	}, []string{"answer"})
+	m.answers = map[string]prometheus.Counter{
+		AnswerSuccess: answers.WithLabelValues(AnswerSuccess), AnswerFailure: answers.WithLabelValues(AnswerFailure),
+	}
+	m.reg.MustRegister(m.notifications, answers, m.notifyLatency, m.requests, m.requestTime)
 }
 
-// Notified counts a notification answered with outcome after took.
-func (m *Metrics) Notified(outcome string, took time.Duration) {
+// The answers to an Alipay notification, paynotify_notify_answers_total's
+// series.
+const (
+	AnswerSuccess = "success"
+	AnswerFailure = "failure"
+)
+
+// Notified counts a notification of outcome, answered (AnswerSuccess or
+// AnswerFailure) after took.
+func (m *Metrics) Notified(outcome, answer string, took time.Duration) {
 	if m == nil {
 		return
 	}
 	m.notifications.WithLabelValues(outcome).Inc()
+	if c, ok := m.answers[answer]; ok {
+		c.Inc()
+	}
 	m.notifyLatency.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// WatchReady registers paynotify_ready, read at every scrape: 1 when
+// ready (what /readyz answers 200 for) says this instance can serve.
+func (m *Metrics) WatchReady(ready func(context.Context) error) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "paynotify_ready",
+		Help: "1 when this instance can serve (what /readyz answers 200 for), else 0.",
+	}, func() float64 {
+		if ready(context.Background()) != nil {
+			return 0
+		}
+		return 1
+	}))
 }
 
 // Requested counts an HTTP request by its route's template, method and

@@ -26,7 +26,33 @@ func (m *Metrics) newJob() {
 	m.consumed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_accounting_events_total", Help: "Events the accounting consumer booked, or found booked already.",
 	}, []string{"result"})
-	m.reg.MustRegister(m.jobRounds, m.jobRows, m.closed, m.published, m.consumed)
+	m.purged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_retention_deleted_total", Help: "Rows the retention job deleted, by table.",
+	}, []string{"table"})
+	m.overdue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paynotify_retention_overdue_seconds",
+		Help: "How long past its retention the oldest row the retention job has still to delete is, by table (0: caught up), as of its last round.",
+	}, []string{"table"})
+	for _, t := range service.PurgeTables {
+		m.purged.WithLabelValues(string(t))
+	}
+	m.reg.MustRegister(m.jobRounds, m.jobRows, m.closed, m.published, m.consumed, m.purged, m.overdue)
+}
+
+// RetentionPurged counts rows the retention job deleted from a table (for
+// service.Retention.OnPurged).
+func (m *Metrics) RetentionPurged(t service.PurgeTable, n int) {
+	if m != nil {
+		m.purged.WithLabelValues(string(t)).Add(float64(n))
+	}
+}
+
+// RetentionOverdue sets how far past its retention a table's oldest row
+// still to delete is (for service.Retention.OnOverdue).
+func (m *Metrics) RetentionOverdue(t service.PurgeTable, d time.Duration) {
+	if m != nil {
+		m.overdue.WithLabelValues(string(t)).Set(d.Seconds())
+	}
 }
 
 // JobRound counts one round of a background job and the rows it finished

@@ -23,6 +23,7 @@ import (
 type Metrics struct {
 	// The HTTP surface (http.go).
 	notifications *prometheus.CounterVec
+	answers       map[string]prometheus.Counter
 	notifyLatency *prometheus.HistogramVec
 	requests      *prometheus.CounterVec
 	requestTime   *prometheus.HistogramVec
@@ -38,8 +39,6 @@ type Metrics struct {
 	reconItems    *prometheus.CounterVec
 	reconRuns     *prometheus.CounterVec
 	reconDuration prometheus.Histogram
-	reconLast     prometheus.Gauge
-	reconLastDay  lastDay
 
 	// Background jobs, the outbox and the accounting consumer (job.go).
 	jobRounds *prometheus.CounterVec
@@ -47,6 +46,8 @@ type Metrics struct {
 	closed    prometheus.Counter
 	published *prometheus.CounterVec
 	consumed  *prometheus.CounterVec
+	purged    *prometheus.CounterVec
+	overdue   *prometheus.GaugeVec
 
 	reg prometheus.Registerer
 }

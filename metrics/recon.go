@@ -1,13 +1,11 @@
 package metrics
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"paynotify/model"
-	"paynotify/service"
 )
 
 func (m *Metrics) newRecon() {
@@ -24,23 +22,13 @@ func (m *Metrics) newRecon() {
 		Help:    "How long a reconciliation attempt took.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600},
 	})
-	m.reconLast = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_last_success_date",
-		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing: alert when it is older than two days.",
-	})
-	m.reg.MustRegister(m.reconItems, m.reconRuns, m.reconDuration, m.reconLast)
+	m.reg.MustRegister(m.reconItems, m.reconRuns, m.reconDuration)
 	for _, o := range model.ReconOutcomes {
 		m.reconItems.WithLabelValues(string(o))
 	}
 	for _, r := range []string{"done", "differences", "failed"} {
 		m.reconRuns.WithLabelValues(r)
 	}
-}
-
-// lastDay is the newest bill date reconciled, as Unix time.
-type lastDay struct {
-	mu  sync.Mutex
-	day int64
 }
 
 // ReconItem counts an item an attempt recorded (for
@@ -51,9 +39,9 @@ func (m *Metrics) ReconItem(o model.ReconOutcome) {
 	}
 }
 
-// ReconFinished counts a finished attempt by how it ended, observes how
-// long it took, and moves the last success date on (for
-// service.BillReconciler.OnFinished).
+// ReconFinished counts a finished attempt by how it ended and observes how
+// long it took (for service.BillReconciler.OnFinished); the last bill
+// date reconciled is read from the runs (WatchState).
 func (m *Metrics) ReconFinished(run model.ReconRun, took time.Duration) {
 	if m == nil {
 		return
@@ -62,19 +50,9 @@ func (m *Metrics) ReconFinished(run model.ReconRun, took time.Duration) {
 	switch {
 	case run.State == model.ReconFailed:
 		m.reconRuns.WithLabelValues("failed").Inc()
-		return
 	case run.Unresolved > 0:
 		m.reconRuns.WithLabelValues("differences").Inc()
 	default:
 		m.reconRuns.WithLabelValues("done").Inc()
-	}
-	if day, err := service.ParseBillDate(run.BillDate); err == nil {
-		l := &m.reconLastDay
-		l.mu.Lock()
-		if day.Unix() > l.day {
-			l.day = day.Unix()
-			m.reconLast.Set(float64(l.day))
-		}
-		l.mu.Unlock()
 	}
 }

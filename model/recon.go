@@ -158,6 +158,10 @@ var (
 	// ErrRunLost: this instance's lease on the run ended and another took
 	// it; the attempt stops.
 	ErrRunLost = errors.New("reconciliation lease lost")
+	// ErrRunPurged: the date's matched bill lines were deleted by the
+	// retention job (RECON_RETENTION): run again, it would book the day's
+	// fees a second time, so it is never run again.
+	ErrRunPurged = errors.New("reconciliation of that date is closed: its bill lines are past RECON_RETENTION")
 	// ErrRunNotFound: no run for that date.
 	ErrRunNotFound = errors.New("reconciliation run not found")
 	// ErrItemNotFound: no reconciliation item with that id.

@@ -6,6 +6,9 @@ import "time"
 // "the next morning".
 func (r *BillReconciler) SetClock(now func() time.Time) { r.now = now }
 
+// SetRetentionClock makes r read time from now.
+func SetRetentionClock(r *Retention, now func() time.Time) { r.now = now }
+
 // SetOwner names r's instance, as two processes would be named.
 func (r *BillReconciler) SetOwner(owner string) { r.owner = owner }
 

@@ -26,8 +26,12 @@ type Job struct {
 	// RunOnce does one round and says how many rows it finished.
 	RunOnce func(ctx context.Context) (int, error)
 	// Full, if set, says that a round that finished n rows took a whole
-	// batch, so more may be due: the next round starts at once.
+	// batch, so more may be due: the next round starts at once, or after
+	// Pause.
 	Full func(n int) bool
+	// Pause, if set, is the wait between full rounds: it bounds the share
+	// of the database a job catching up takes from requests.
+	Pause time.Duration
 }
 
 // Round is what a job's round did, for metrics.
@@ -67,13 +71,16 @@ func runJob(ctx context.Context, log *slog.Logger, onRound func(Round), j Job) {
 		if onRound != nil {
 			onRound(Round{Job: j.Name, Rows: n, Err: err})
 		}
+		wait := j.Interval
 		if err == nil && j.Full != nil && j.Full(n) {
-			continue
+			if wait = j.Pause; wait <= 0 {
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(j.Interval):
+		case <-time.After(wait):
 		}
 	}
 }
