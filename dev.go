@@ -266,6 +266,9 @@ func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
 		PrivateKey:   devKey("alipay_private_key.pem"),
 		AppPublicKey: devKey("app_public_key.pem"),
 		NotifyURL:    base + "/alipay/notify",
+		// No shop in dev: once paid, the cashier leads back to the order
+		// in the console.
+		BackURL: base + "/console/search?q=",
 	})
 	if err != nil {
 		return nil, nil, err

@@ -275,7 +275,7 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 // paymentQueue lists payments owed back (REFUND_PENDING) or on their way
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "payments", "Payments owed back · ", "payment", "",
+	serveQueue(c, w, r, "payments", "Payments owed back · ", "payment", false,
 		[]model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed},
 		numbered(r, c.d.Queues.PaymentQueue))
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -213,8 +214,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`figure.chart`),
 		chromedp.Text(`main`, &text),
 	)
-	if !strings.Contains(text, "Overview") || !strings.Contains(text, "refund_pending") {
-		t.Fatalf("overview:\n%s", text)
+	if !strings.Contains(text, "Overview") || !strings.Contains(text, "payments owed back") || rawEnum.MatchString(text) {
+		t.Fatalf("overview (the queue by its one name, no raw enum):\n%s", text)
 	}
 	shoot("console-overview.png")
 
@@ -225,11 +226,22 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`ol.timeline`),
 		chromedp.Text(`main`, &text),
 	)
-	for _, want := range []string{"2026120122001400000000001", "2026120122001400000000002", "Payment recorded: applied",
-		"Payment recorded: refund_pending", "ALREADY_PAID"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("timeline lacks %q", want)
+	for _, want := range []string{"2026120122001400000000001", "2026120122001400000000002", "Payment recorded, decided: applied",
+		"Payment recorded, decided: owed back now owed back", "ALREADY_PAID"} {
+		if !strings.Contains(squashSpace(text), want) {
+			t.Errorf("timeline lacks %q:\n%s", want, text)
 		}
+	}
+	var badges string
+	run("badges", chromedp.Evaluate(`Array.from(document.querySelectorAll('span.badge')).map(e => e.innerText).join(' | ')`, &badges))
+	if rawEnum.MatchString(badges) || strings.Contains(badges, "REFUNDED") || strings.Contains(badges, "APPLIED") {
+		t.Errorf("the timeline's badges show raw enums: %s", badges)
+	}
+	// An id never wraps inside itself.
+	var wrap string
+	run("ids", chromedp.Evaluate(`getComputedStyle(document.querySelector('code.id')).whiteSpace`, &wrap))
+	if wrap != "nowrap" {
+		t.Errorf("code.id white-space %q, want nowrap", wrap)
 	}
 
 	// Refund the second payment from the queue, through the confirmation.
@@ -238,9 +250,19 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`a[href="/console/payments/2026120122001400000000002/refund"]`),
 	)
 	shoot("console-queue.png")
-	run("refund",
+	run("queue words", chromedp.Text(`main`, &text))
+	if !strings.Contains(text, "Payments owed back") || !strings.Contains(text, "Queue refund…") || strings.Contains(text, "Refund now") || rawEnum.MatchString(text) {
+		t.Errorf("the queue's words (one name, an action that says it queues):\n%s", text)
+	}
+	run("confirm words",
 		chromedp.Click(`a[href="/console/payments/2026120122001400000000002/refund"]`),
 		chromedp.WaitVisible(`section.confirm`),
+		chromedp.Text(`main`, &text),
+	)
+	if !strings.Contains(text, "the refund worker asks Alipay on its next round") || strings.Contains(text, "now rather than") {
+		t.Errorf("the confirmation says the money goes back now; it is queued:\n%s", text)
+	}
+	run("refund",
 		chromedp.SendKeys(`section.confirm input[name=note]`, "buyer paid twice"),
 		chromedp.Click(`section.confirm button[type=submit]`),
 		chromedp.WaitVisible(`p.flash`),
@@ -267,8 +289,31 @@ func TestBrowser(t *testing.T) {
 	shoot("console-timeline.png")
 	var badge string
 	run("refund state", chromedp.Text(`table.refunds span.badge`, &badge))
-	if badge != "REFUNDED" {
-		t.Fatalf("the refund is %q, want REFUNDED", badge)
+	if badge != "refunded" {
+		t.Fatalf("the refund is %q, want refunded", badge)
+	}
+	// The payment's badge on the timeline is where it is now, and says so.
+	if !strings.Contains(squashSpace(text), "Payment recorded, decided: owed back now refunded") {
+		t.Errorf("the second payment's timeline entry does not say it is refunded now:\n%s", text)
+	}
+	// A refunded payment offers no refund.
+	run("payment page",
+		chromedp.Navigate(s.srv.URL+"/console/payments/2026120122001400000000002"),
+		chromedp.WaitVisible(`dl.facts`),
+		chromedp.Text(`main`, &text),
+	)
+	if strings.Contains(text, "Refund this payment") || strings.Contains(text, "Queue its refund") {
+		t.Errorf("a refunded payment offers a refund:\n%s", text)
+	}
+	// The refunds page opens on a tab with rows: nothing failed or in
+	// progress, so on the one refunded.
+	run("refunds",
+		chromedp.Click(`header nav a[href="/console/queues/refunds"]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Text(`main`, &text),
+	)
+	if !strings.Contains(text, "1 refund(s) confirmed by") {
+		t.Errorf("the refunds page opens on an empty tab:\n%s", text)
 	}
 	run("audit",
 		chromedp.Click(`header nav a[href="/console/audit"]`),
@@ -278,10 +323,21 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(text, "payment.refund") || !strings.Contains(text, "alice") {
 		t.Fatalf("audit log:\n%s", text)
 	}
+	if strings.Contains(text, "session.sign_in") {
+		t.Errorf("the audit log is flooded with sign-ins unasked:\n%s", text)
+	}
 	if f, err := store.Refund(ctx, "RP-2026120122001400000000002"); err != nil || f.State != model.RefundRefunded {
 		t.Fatalf("refund in the database: %+v %v", f, err)
 	}
 }
+
+// rawEnum finds a state shown as its enum (refund_pending, REFUND_PENDING)
+// in a page's visible text, where people read words; an event type
+// (payment.refund_pending) is a name, not a state.
+var rawEnum = regexp.MustCompile(`(^|[^.\w])(refund_pending|REFUND_PENDING|REFUND_FAILED|AWAITING_PAYMENT)\b`)
+
+// squashSpace folds runs of white space into one space.
+func squashSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // profileDir is a fresh Chromium profile, removed when the test ends.
 // Chromium's helper processes may still write to it for a moment after

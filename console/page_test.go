@@ -167,6 +167,13 @@ func TestTimeline(t *testing.T) {
 		e := newEnv(t, store)
 		ctx := t.Context()
 		coupon := int64(9)
+		var sku int64
+		for _, name := range []string{"Espresso beans 1kg", "Pour-over kettle", "Paper filters x100"} {
+			var err error
+			if sku, err = store.InsertSKU(ctx, name, decimal.RequireFromString("50.00"), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var id int64
 		_, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: 5, IdempotencyKey: "tl-1", RequestHash: "h"}, func(ctx context.Context, tx *dao.PlaceTx) error {
 			var err error
@@ -176,7 +183,7 @@ func TestTimeline(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return tx.InsertItems(ctx, id, "TL-1", []model.OrderItem{{SKUID: 3, Quantity: 2, Price: decimal.RequireFromString("50.00")}})
+			return tx.InsertItems(ctx, id, "TL-1", []model.OrderItem{{SKUID: sku, Quantity: 2, Price: decimal.RequireFromString("50.00")}})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +235,8 @@ func TestTimeline(t *testing.T) {
 			"<strong>Event payment.refund_pending</strong>",
 			`<dt>left to refund</dt><dd>70.00 CNY</dd>`,
 			`href="/console/payments/T-TL-2"`,
-			"<td>3</td><td class=\"num\">2</td><td class=\"num\">50.00 CNY</td>",
+			// An item is its product, not only a SKU id.
+			fmt.Sprintf("<td>Paper filters x100</td><td>%d</td><td class=\"num\">2</td><td class=\"num\">50.00 CNY</td>", sku),
 		)
 		// Every change of the refund, in order, its ids linked.
 		flat := squash(page.body)

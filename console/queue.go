@@ -28,11 +28,11 @@ type queueData[S ~string, R any] struct {
 }
 
 // serveQueue serves a queue page in the state ?state= names (states[0]
-// when it names none; then, if that tab is empty and fallback is set, the
-// fallback's, so the page never opens empty beside a busy queue): read
+// when it names none; then, if firstWithRows, the first tab that has
+// rows, so the page never opens on an empty tab beside a busy one): read
 // fills in the rows, the template tmpl shows them under title and the
 // state's label.
-func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Request, tmpl, title, noun string, fallback S, states []S,
+func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Request, tmpl, title, noun string, firstWithRows bool, states []S,
 	read func(ctx context.Context, state S, d *queueData[S, R]) error) {
 	state, ok := queueState(r, states)
 	if !ok {
@@ -41,9 +41,12 @@ func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Req
 	}
 	d := queueData[S, R]{State: state, States: states}
 	err := read(r.Context(), state, &d)
-	if err == nil && d.Count.Count == 0 && fallback != "" && r.URL.Query().Get("state") == "" {
-		d = queueData[S, R]{State: fallback, States: states}
-		err = read(r.Context(), fallback, &d)
+	for _, next := range states[1:] {
+		if !firstWithRows || err != nil || d.Count.Count > 0 || r.URL.Query().Get("state") != "" {
+			break
+		}
+		d = queueData[S, R]{State: next, States: states}
+		err = read(r.Context(), next, &d)
 	}
 	if err != nil {
 		c.fail(w, r, err)
@@ -66,14 +69,14 @@ func numbered[S ~string, R any](r *http.Request, list func(context.Context, S, i
 // refundQueue lists refunds in one state: failed ones (to retry or
 // resolve) or those still in progress.
 func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "refunds", "Refunds ", "refund", model.RefundRefunding,
+	serveQueue(c, w, r, "refunds", "Refunds ", "refund", true,
 		[]model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded},
 		numbered(r, c.d.Queues.RefundQueue))
 }
 
 // outboxQueue lists outbox rows not yet delivered (or delivered).
 func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
-	serveQueue(c, w, r, "outbox", "Outbox ", "outbox", model.OutboxPending,
+	serveQueue(c, w, r, "outbox", "Outbox ", "outbox", true,
 		[]model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent},
 		func(ctx context.Context, state model.OutboxState, d *queueData[model.OutboxState, service.EventRow]) error {
 			d.After, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)

@@ -151,6 +151,29 @@ func (s *Store) OrderItems(ctx context.Context, orderID int64) ([]model.OrderIte
 	return items, mapErr(err)
 }
 
+// OrderItemsNamed lists an order's lines with their SKU's product name (""
+// for a SKU deleted since), for pages people read.
+func (s *Store) OrderItemsNamed(ctx context.Context, orderID int64) ([]model.OrderItem, error) {
+	var rows []struct {
+		SKUID    int64           `gorm:"column:product_sku_id"`
+		Quantity int             `gorm:"column:product_quantity"`
+		Price    decimal.Decimal `gorm:"column:product_price"`
+		Name     *string         `gorm:"column:name"`
+	}
+	err := s.db.WithContext(ctx).Table("oms_order_item i").
+		Select("i.product_sku_id", "i.product_quantity", "i.product_price", "s.name").
+		Joins("LEFT JOIN pms_sku_stock s ON s.id = i.product_sku_id").
+		Where("i.order_id = ?", orderID).Order("i.id").Find(&rows).Error
+	items := make([]model.OrderItem, len(rows))
+	for i, r := range rows {
+		items[i] = model.OrderItem{SKUID: r.SKUID, Quantity: r.Quantity, Price: r.Price}
+		if r.Name != nil {
+			items[i].Name = *r.Name
+		}
+	}
+	return items, mapErr(err)
+}
+
 // ExpiredOrders lists up to limit ids of orders still awaiting payment
 // that were created before cutoff, oldest first, leaving out those whose
 // close is postponed past now (PostponeClose). It does not lock: the

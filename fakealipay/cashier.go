@@ -15,26 +15,37 @@ import (
 // for the buyer, and the way back to the merchant once paid.
 var cashierPage = template.Must(template.New("cashier").Parse(`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>Fake Alipay cashier</title></head>
-<body>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Fake Alipay cashier</title>
+<style>
+body { font: 16px/1.5 system-ui, sans-serif; background: #f2f5f9; color: #1d2633; margin: 0; }
+main { max-width: 26rem; margin: 3rem auto; background: #fff; border-radius: 10px; padding: 1.5rem 2rem; box-shadow: 0 2px 10px #0001; }
+h1 { font-size: 1.2rem; color: #1677ff; margin: 0 0 .2rem; }
+.note { color: #6b7686; font-size: .85rem; margin-top: 0; }
+.amount { font-size: 2rem; font-weight: 600; margin: .5rem 0; }
+.ids { color: #6b7686; font-size: .85rem; } .ids code { white-space: nowrap; }
+button, a.button { display: inline-block; background: #1677ff; color: #fff; border: 0; border-radius: 6px; padding: .6rem 1.6rem; font-size: 1rem; text-decoration: none; cursor: pointer; }
+.paid { color: #1f8b4c; font-weight: 600; } [role=alert] { color: #b3261e; }
+</style></head>
+<body><main>
 <h1>Fake Alipay</h1>
-<p><small>paynotify's stand-in for Alipay, for development: no money moves.</small></p>
+<p class="note">paynotify's stand-in for Alipay, for development: no money moves.</p>
 {{with .Error}}<p role="alert">{{.}}</p>{{end}}
 {{if .TradeNo}}
 <p>{{.Subject}}</p>
-<p><strong>¥{{.Amount}}</strong></p>
-<p>Order {{.OutTradeNo}} · trade {{.TradeNo}} · {{.Status}}</p>
+<p class="amount">¥{{.Amount}}</p>
+<p class="ids">Order <code>{{.OutTradeNo}}</code> · trade <code>{{.TradeNo}}</code> · {{.Status}}</p>
 {{if .CanPay}}
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="trade_no" value="{{.TradeNo}}">
 <button type="submit">Pay</button>
 </form>
 {{else if .Paid}}
-<p>paid</p>
-{{with .ReturnURL}}<p><a href="{{.}}">Back to the shop</a></p>{{end}}
+<p class="paid">paid</p>
+{{if .ReturnURL}}<p><a class="button" href="{{.ReturnURL}}">Back to the shop</a></p>
+{{else if .BackURL}}<p><a class="button" href="{{.BackURL}}">Back to the order</a></p>{{end}}
 {{end}}
 {{end}}
-</body>
+</main></body>
 </html>
 `))
 
@@ -44,6 +55,7 @@ type cashierView struct {
 	CanPay, Paid                                 bool
 	Action                                       string // where Pay posts, relative to the page
 	ReturnURL                                    string // signed, once paid
+	BackURL                                      string // Config.BackURL's, once paid, when there is no ReturnURL
 	Error                                        string
 }
 
@@ -114,7 +126,17 @@ func (s *Server) view(t Trade, action string) cashierView {
 		Paid:       !t.Paid.IsZero(),
 		Action:     action,
 		ReturnURL:  s.returnURL(t),
+		BackURL:    s.backURL(t),
 	}
+}
+
+// backURL is the way back from a paid trade without a return_url: BackURL
+// with its out_trade_no, or "".
+func (s *Server) backURL(t Trade) string {
+	if s.cfg.BackURL == "" || t.Paid.IsZero() {
+		return ""
+	}
+	return s.cfg.BackURL + url.QueryEscape(t.OutTradeNo)
 }
 
 // returnURL is the trade's return_url with the signed parameters Alipay

@@ -12,6 +12,7 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/fakealipay"
 	"paynotify/model"
 )
 
@@ -106,7 +107,7 @@ func TestPagePay(t *testing.T) {
 				t.Fatalf("received %d notifications, want 1", got)
 			}
 
-			back := regexp.MustCompile(`<a href="([^"]+)">Back to the shop</a>`).FindStringSubmatch(body)
+			back := regexp.MustCompile(`<a class="button" href="([^"]+)">Back to the shop</a>`).FindStringSubmatch(body)
 			if back == nil {
 				t.Fatalf("no way back in:\n%s", body)
 			}
@@ -163,5 +164,24 @@ func TestPagePayRefused(t *testing.T) {
 	}
 	if _, ok := e.fake.Trade("ORD-1"); ok {
 		t.Fatal("a refused page opened a trade")
+	}
+}
+
+// A trade without a return_url still has a way back once paid: the
+// BackURL the fake was given (dev: its console), with the order's number;
+// and the page is styled, not bare HTML.
+func TestCashierWayBack(t *testing.T) {
+	e := newEnv(t, func(c *fakealipay.Config) { c.BackURL = "http://127.0.0.1:8080/console/search?q=" })
+	pre := e.precreate(t, "ORD-2", "12.50")
+	status, body := get(t, pre.QRCode)
+	if status != http.StatusOK || !strings.Contains(body, "<style>") {
+		t.Fatalf("cashier page: %d, unstyled:\n%s", status, body)
+	}
+	if strings.Contains(body, "Back to the order") {
+		t.Fatalf("a way back before paying:\n%s", body)
+	}
+	status, body = pressPay(t, pre.QRCode, body)
+	if status != http.StatusOK || !strings.Contains(body, `href="http://127.0.0.1:8080/console/search?q=ORD-2">Back to the order</a>`) {
+		t.Fatalf("after Pay, no way back: %d\n%s", status, body)
 	}
 }

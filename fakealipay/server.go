@@ -40,6 +40,10 @@ type Config struct {
 	// NotifyURL receives the notifications of trades whose creating call
 	// carried no notify_url.
 	NotifyURL string
+	// BackURL, if set, is the cashier's way back once paid when the trade
+	// has no return_url: the trade's out_trade_no is appended, escaped
+	// (dev: its console's search, which opens the order).
+	BackURL string
 	// HTTPClient posts notifications; nil means one with a 5s timeout.
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.

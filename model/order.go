@@ -59,6 +59,9 @@ type OrderItem struct {
 	SKUID    int64
 	Quantity int
 	Price    decimal.Decimal
+	// Name is the SKU's product name, where a read asks for it
+	// (OrderItemsNamed: the console's timeline).
+	Name string
 }
 
 // String is the status as the API spells it.

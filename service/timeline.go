@@ -132,7 +132,7 @@ func (l *Lookup) Timeline(ctx context.Context, sn string) (Timeline, error) {
 		return t, err
 	}
 	id := t.Order.ID
-	if t.Items, err = l.store.OrderItems(ctx, id); err != nil {
+	if t.Items, err = l.store.OrderItemsNamed(ctx, id); err != nil {
 		return t, err
 	}
 	if t.Attempts, err = l.store.AttemptsByOrder(ctx, id); err != nil {
