@@ -101,7 +101,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
 	s.payments.OnUnmatched = func(p model.Payment) {
 		m.PaymentUnmatched(p)
-		log.Warn("payment for no order recorded UNMATCHED: refund it", "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
+		log.Warn("payment for no order recorded UNMATCHED: refund it", "provider", p.Provider, "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
 			"amount", p.Amount.StringFixed(2))
 	}
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
@@ -115,6 +115,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	}
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
+	m.Providers(providers.Names())
 	s.refunds.LeavePending = a.manualRefunds
 	if bills, ok := providers[model.ProviderAlipay]; ok {
 		s.recon = service.NewBillReconciler(store, bills, s.payments, log)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/model"
@@ -148,6 +150,19 @@ func TestDevReplaysTestdata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A demo order has its lines: items total what they add up to, less
+		// the points, is what it pays — never "items total 0.00".
+		items, err := store.OrderItems(context.Background(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := decimal.Zero
+		for _, it := range items {
+			sum = sum.Add(it.Price.Mul(decimal.NewFromInt(int64(it.Quantity))))
+		}
+		if len(items) == 0 || !sum.Equal(o.TotalAmount) || !o.TotalAmount.Sub(o.IntegrationAmount).Equal(o.PayAmount) {
+			t.Errorf("%s: items %+v total %s, less %s of points, pays %s: they do not add up", sn, items, o.TotalAmount, o.IntegrationAmount, o.PayAmount)
+		}
 		pays, err := store.PaymentsByOrder(context.Background(), o.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -272,8 +287,8 @@ func TestDevRefundsWhatItCannotApply(t *testing.T) {
 	// The metrics say so: the refund by result, the requests by route
 	// template, never by the order_sn in the path.
 	waitForMetrics(t, base, []string{
-		`paynotify_refunds_total{result="refunded"} 1`,
-		`paynotify_refunds_total{result="failed"} 0`,
+		`paynotify_refunds_total{provider="alipay",result="refunded"} 1`,
+		`paynotify_refunds_total{provider="alipay",result="failed"} 0`,
 		`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
 		`paynotify_http_requests_total{method="GET",route="/admin/orders/:sn/refunds",status="200"}`,
 		`paynotify_notify_group_size_count`,

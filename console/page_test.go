@@ -52,7 +52,7 @@ func TestOverview(t *testing.T) {
 		}
 		for outcome, n := range map[string]int{"duplicate": 3, "bad_signature": 2, "order_not_found": 1, "applied": 2} {
 			for range n {
-				e.metrics.Notified(outcome, metrics.AnswerSuccess, time.Millisecond)
+				e.metrics.Notified(model.ProviderAlipay, outcome, metrics.AnswerSuccess, time.Millisecond)
 			}
 		}
 

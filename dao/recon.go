@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -153,6 +154,14 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 				return err
 			}
 		}
+		// An attempt still RUNNING here was abandoned: its instance died
+		// (or lost its lease) without finishing, and would otherwise stay
+		// RUNNING in the history forever.
+		if err := tx.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND state = ?", r.ID, model.ReconRunning).
+			Updates(map[string]any{"state": model.ReconAbandoned, "finished_at": now,
+				"error": "abandoned: its instance stopped before finishing, and attempt " + strconv.Itoa(r.Attempts) + " took the run"}).Error; err != nil {
+			return mapErr(err)
+		}
 		return mapErr(tx.db.WithContext(ctx).Create(&reconAttemptRecord{
 			RunID: r.ID, AttemptNo: r.Attempts, Owner: owner, State: string(model.ReconRunning), StartedAt: now,
 		}).Error)
@@ -181,6 +190,17 @@ func (s *Store) RenewRun(ctx context.Context, runID int64, owner string, until t
 		return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
 	}
 	return nil
+}
+
+// CountAttempt adds what an attempt has just committed to its row — items
+// saved, payments repaired — so the history tells the truth even of an
+// attempt that never finishes.
+func (s *Store) CountAttempt(ctx context.Context, runID int64, attemptNo, items, repaired int) error {
+	if items == 0 && repaired == 0 {
+		return nil
+	}
+	return mapErr(s.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND attempt_no = ?", runID, attemptNo).
+		Updates(map[string]any{"items": gorm.Expr("items + ?", items), "repaired": gorm.Expr("repaired + ?", repaired)}).Error)
 }
 
 // RunResult is how an attempt ended.

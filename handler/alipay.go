@@ -52,7 +52,7 @@ func (a *Alipay) Notify(c *gin.Context) {
 	if err != nil {
 		outcome, answer = notifyFailure(c, err)
 	}
-	a.metrics.Notified(outcome, answer, time.Since(start))
+	a.metrics.Notified(model.ProviderAlipay, outcome, answer, time.Since(start))
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))
 }
 

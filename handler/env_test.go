@@ -279,7 +279,7 @@ func (s *server) outcomes(tb testing.TB) map[string]float64 {
 		if !ok {
 			continue
 		}
-		label, value, ok := strings.Cut(rest, `"} `)
+		label, value, ok := strings.Cut(rest, `",provider="alipay"} `)
 		if !ok {
 			tb.Fatalf("unexpected metrics line %q", line)
 		}

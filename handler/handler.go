@@ -87,7 +87,7 @@ func New(d Deps) http.Handler {
 		r.POST("/alipay/notify", a.Notify)
 	}
 	if d.WeChatPay != nil {
-		w := &WeChatPay{verifier: d.WeChatPay, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		w := &WeChatPay{verifier: d.WeChatPay, metrics: m, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 

@@ -58,8 +58,8 @@ func TestMetricsCountAppliedNotification(t *testing.T) {
 			t.Fatalf("GET /metrics: %d", w.Code)
 		}
 		for _, line := range []string{
-			`paynotify_notifications_total{outcome="applied"} 1`,
-			`paynotify_notify_duration_seconds_count{outcome="applied"} 1`,
+			`paynotify_notifications_total{outcome="applied",provider="alipay"} 1`,
+			`paynotify_notify_duration_seconds_count{outcome="applied",provider="alipay"} 1`,
 		} {
 			if !strings.Contains(w.Body.String(), line+"\n") {
 				t.Errorf("/metrics lacks %q:\n%s", line, w.Body.String())

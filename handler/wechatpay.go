@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -28,6 +29,7 @@ type WeChatPayVerifier interface {
 // WeChatPay serves WeChat Pay's notifications.
 type WeChatPay struct {
 	verifier WeChatPayVerifier
+	metrics  *metrics.Metrics
 	payments *service.Payments
 	refunds  *service.Refunds // nil: refunds are not handled here
 	timeout  time.Duration
@@ -38,9 +40,14 @@ type WeChatPay struct {
 // {"code":"FAIL","message":…} when not, and it sends again
 // (15s, 15s, 30s, 3m, … over 24 h).
 func (w *WeChatPay) Notify(c *gin.Context) {
+	start := time.Now()
 	outcome, err := w.notify(c)
+	defer func() {
+		w.metrics.Notified(model.ProviderWechatpay, outcome, "", time.Since(start))
+	}()
 	if err != nil {
 		row, known := lookup(err)
+		outcome = row.outcome
 		msg := row.err.Error() // a sentinel's words only: never internal text
 		if !known {
 			msg = "internal error"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"paynotify/model"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -11,13 +13,13 @@ import (
 func (m *Metrics) newHTTP() {
 	m.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_notifications_total",
-		Help: "Alipay notifications by outcome (applied, duplicate, refund_pending, ignored, or why they failed).",
-	}, []string{"outcome"})
+		Help: "Notifications by provider (alipay, wechatpay) and outcome (applied, duplicate, refund_pending, ignored, or why they failed).",
+	}, []string{"provider", "outcome"})
 	m.notifyLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "paynotify_notify_duration_seconds",
-		Help:    "Time to answer an Alipay notification, by outcome.",
+		Help:    "Time to answer a notification, by provider and outcome.",
 		Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
-	}, []string{"outcome"})
+	}, []string{"provider", "outcome"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_http_requests_total",
 		Help: "HTTP requests by route template (unmatched for no route), method and status code.",
@@ -44,17 +46,18 @@ const (
 	AnswerFailure = "failure"
 )
 
-// Notified counts a notification of outcome, answered (AnswerSuccess or
-// AnswerFailure) after took.
-func (m *Metrics) Notified(outcome, answer string, took time.Duration) {
+// Notified counts a provider's notification of outcome, answered after
+// took; answer is Alipay's (AnswerSuccess or AnswerFailure), "" for a
+// provider answered otherwise.
+func (m *Metrics) Notified(provider model.Provider, outcome, answer string, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.notifications.WithLabelValues(outcome).Inc()
+	m.notifications.WithLabelValues(string(provider), outcome).Inc()
 	if c, ok := m.answers[answer]; ok {
 		c.Inc()
 	}
-	m.notifyLatency.WithLabelValues(outcome).Observe(took.Seconds())
+	m.notifyLatency.WithLabelValues(string(provider), outcome).Observe(took.Seconds())
 }
 
 // WatchReady registers paynotify_ready, read at every scrape: 1 when
@@ -82,7 +85,7 @@ func (m *Metrics) Requested(route, method, status string, took time.Duration) {
 }
 
 // NotificationCounts is how many notifications this instance counted
-// since it started, by outcome.
+// since it started, by outcome (every provider's together).
 func (m *Metrics) NotificationCounts() map[string]float64 {
 	out := map[string]float64{}
 	if m == nil {

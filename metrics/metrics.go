@@ -29,7 +29,7 @@ type Metrics struct {
 	requestTime   *prometheus.HistogramVec
 
 	// Payments, refunds and checkout (payment.go).
-	unmatched      prometheus.Counter
+	unmatched      *prometheus.CounterVec
 	groupSize      prometheus.Histogram
 	groupFallbacks []prometheus.Counter // by service.Fallback
 	refunds        *prometheus.CounterVec

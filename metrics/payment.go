@@ -8,10 +8,10 @@ import (
 )
 
 func (m *Metrics) newPayment() {
-	m.unmatched = prometheus.NewCounter(prometheus.CounterOpts{
+	m.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_payments_unmatched_total",
-		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED: refund them (POST /admin/payments/{trade_no}/refund).",
-	})
+		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
+	}, []string{"provider"})
 	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "paynotify_notify_group_size",
 		Help:    "Notifications applied per group transaction (group apply).",
@@ -23,8 +23,8 @@ func (m *Metrics) newPayment() {
 	}, []string{"reason"})
 	m.refunds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_refunds_total",
-		Help: "Refunds finished, by result: refunded, or failed (refused by Alipay, payment REFUND_FAILED: an operator has to look).",
-	}, []string{"result"})
+		Help: "Refunds finished, by provider and result: refunded, or failed (refused by the provider, payment REFUND_FAILED: an operator has to look).",
+	}, []string{"provider", "result"})
 	m.unguarded = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paynotify_pay_starts_unguarded_total",
 		Help: "Payment starts that ran without the Redis guard (not configured, or Redis down).",
@@ -36,16 +36,24 @@ func (m *Metrics) newPayment() {
 	for _, f := range all {
 		m.groupFallbacks[f] = fallbacks.WithLabelValues(f.String())
 	}
-	m.refunds.WithLabelValues("refunded")
-	m.refunds.WithLabelValues("failed")
+}
+
+// Providers gives each configured provider its series from the start
+// (refunds refunded and failed), so an alert on "failed" has a series to
+// watch.
+func (m *Metrics) Providers(providers []model.Provider) {
+	for _, p := range providers {
+		m.refunds.WithLabelValues(string(p), "refunded")
+		m.refunds.WithLabelValues(string(p), "failed")
+	}
 }
 
 // PaymentUnmatched counts a payment recorded UNMATCHED (for
 // service.Payments.OnUnmatched): money we hold with no order is an
 // operator's to refund.
-func (m *Metrics) PaymentUnmatched(model.Payment) {
+func (m *Metrics) PaymentUnmatched(p model.Payment) {
 	if m != nil {
-		m.unmatched.Inc()
+		m.unmatched.WithLabelValues(string(p.Provider)).Inc()
 	}
 }
 
@@ -65,17 +73,17 @@ func (m *Metrics) GroupFallback(f service.Fallback) {
 	}
 }
 
-// RefundFinished counts a refund that ended in state to (for
-// service.Refunds.OnFinished): refunded, or failed for REFUND_FAILED.
-func (m *Metrics) RefundFinished(to model.RefundState) {
+// RefundFinished counts a refund through provider that ended in state to
+// (for service.Refunds.OnFinished): refunded, or failed for REFUND_FAILED.
+func (m *Metrics) RefundFinished(provider model.Provider, to model.RefundState) {
 	if m == nil {
 		return
 	}
 	if to == model.RefundFailed {
-		m.refunds.WithLabelValues("failed").Inc()
+		m.refunds.WithLabelValues(string(provider), "failed").Inc()
 		return
 	}
-	m.refunds.WithLabelValues("refunded").Inc()
+	m.refunds.WithLabelValues(string(provider), "refunded").Inc()
 }
 
 // PayStartUnguarded counts a payment start that ran without the Redis

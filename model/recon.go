@@ -19,6 +19,10 @@ const (
 	// ReconFailed: the bill could not be fetched or read; nothing was
 	// repaired. Failed dates of the last week are retried.
 	ReconFailed ReconState = "FAILED"
+	// ReconAbandoned is an attempt's, never a run's: its instance stopped
+	// (killed, or its lease ran out) before finishing, and another attempt
+	// claimed the run. Its counts are what it had committed.
+	ReconAbandoned ReconState = "ABANDONED"
 )
 
 // ReconOutcome is what reconciliation found about one payment or refund.

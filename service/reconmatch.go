@@ -179,10 +179,13 @@ func (m *matcher) save(ctx context.Context, items []model.ReconItem) error {
 			m.r.OnItem(items[i].Outcome)
 		}
 	}
+	if err := m.r.store.SaveItems(ctx, items); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	m.items += len(items)
 	m.mu.Unlock()
-	return m.r.store.SaveItems(ctx, items)
+	return m.r.store.CountAttempt(ctx, m.run.ID, m.attempt, len(items), 0)
 }
 
 func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
@@ -217,6 +220,11 @@ func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconIte
 		m.mu.Lock()
 		m.repaired++
 		m.mu.Unlock()
+		// Counted as it committed (a stop asked for now does not skip
+		// it): an attempt that never finishes still says what it did.
+		if err := m.r.store.CountAttempt(context.WithoutCancel(ctx), m.run.ID, m.attempt, 0, 1); err != nil {
+			return it, &pay, err
+		}
 		now := m.r.now().UTC()
 		it.Outcome, it.Detail = model.ReconRepaired, "recorded from the bill as "+string(pay.State)
 		it.ResolvedAt, it.ResolvedBy, it.Note = &now, "reconciliation", "repaired through the notification path"

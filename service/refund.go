@@ -47,7 +47,8 @@ type Refunds struct {
 	LeavePending bool
 	// OnFinished, if set, is told how each refund ended (REFUNDED, or
 	// REFUND_FAILED: refused by Alipay), once, after it is recorded.
-	OnFinished func(model.RefundState)
+	// The provider is the one the money went back through.
+	OnFinished func(model.Provider, model.RefundState)
 	now        func() time.Time
 }
 
@@ -278,7 +279,7 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 		finished = true
 		return r.announceEnd(ctx, tx, f, to, order.OrderSN)
 	})
-	return r.ended(err, finished, to)
+	return r.ended(err, finished, f.Provider, to)
 }
 
 // refundEnd is the payment state and the event a refund that ended in to
@@ -308,9 +309,9 @@ func (r *Refunds) announceEnd(ctx context.Context, tx eventWriter, f model.Refun
 
 // ended tells OnFinished of a refund this call finished (its transaction
 // committed) and returns the transaction's error.
-func (r *Refunds) ended(err error, finished bool, to model.RefundState) error {
+func (r *Refunds) ended(err error, finished bool, provider model.Provider, to model.RefundState) error {
 	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(to)
+		r.OnFinished(provider, to)
 	}
 	return err
 }

@@ -37,20 +37,23 @@ var members = []struct {
 	{name: "bob", points: 0, coupon: "5.00"},
 }
 
-// Order is an order `dev` seeds, matched by the forms in testdata/notify.
-type Order struct {
-	SN       string
-	MemberID int64
-	Amount   string
-	Closed   bool
+// order is an order `dev` seeds, matched by the forms in testdata/notify:
+// quantity of one demo SKU, less points (100 = 1 yuan), makes amount.
+type order struct {
+	sn       string
+	memberID int64
+	amount   string
+	sku      int64 // skus[sku-1]
+	quantity int
+	points   int
+	closed   bool
 }
 
-// Orders are the orders Seed places.
-var Orders = []Order{
-	{SN: "DEMO-1001", MemberID: 1, Amount: "100.00"},
-	{SN: "DEMO-1002", MemberID: 1, Amount: "88.00"},
-	{SN: "DEMO-1003", MemberID: 2, Amount: "59.90", Closed: true},
-	{SN: "DEMO-1004", MemberID: 2, Amount: "0.01"},
+var orders = []order{
+	{sn: "DEMO-1001", memberID: 1, amount: "100.00", sku: 3, quantity: 8},                           // 8 × 12.50
+	{sn: "DEMO-1002", memberID: 1, amount: "88.00", sku: 1, quantity: 1, points: 100},               // 89.00 − 1.00
+	{sn: "DEMO-1003", memberID: 2, amount: "59.90", sku: 3, quantity: 5, points: 260, closed: true}, // 62.50 − 2.60
+	{sn: "DEMO-1004", memberID: 2, amount: "0.01", sku: 3, quantity: 1, points: 1249},               // 12.50 − 12.49
 }
 
 // Seed inserts the demo data on a fresh database: SKUs, members with
@@ -75,23 +78,36 @@ func Seed(ctx context.Context, store *dao.Store) error {
 			}
 		}
 	}
-	for _, d := range Orders {
-		if _, err := store.Order(ctx, d.SN); err == nil {
+	for _, d := range orders {
+		if _, err := store.Order(ctx, d.sn); err == nil {
 			continue
 		} else if !errors.Is(err, model.ErrOrderNotFound) {
 			return err
 		}
-		o, err := store.CreateOrder(ctx, d.SN, d.MemberID, decimal.RequireFromString(d.Amount))
+		// With its line: the console shows what was bought and its total.
+		price := decimal.RequireFromString(skus[d.sku-1].price)
+		total := price.Mul(decimal.NewFromInt(int64(d.quantity)))
+		var id int64
+		_, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: d.memberID, IdempotencyKey: "seed-" + d.sn, RequestHash: "seed"},
+			func(ctx context.Context, tx *dao.PlaceTx) error {
+				var err error
+				id, err = tx.InsertOrder(ctx, model.Order{OrderSN: d.sn, MemberID: d.memberID, PayAmount: decimal.RequireFromString(d.amount),
+					TotalAmount: total, Integration: d.points, IntegrationAmount: total.Sub(decimal.RequireFromString(d.amount))})
+				if err != nil {
+					return err
+				}
+				return tx.InsertItems(ctx, id, d.sn, []model.OrderItem{{SKUID: d.sku, Quantity: d.quantity, Price: price}})
+			})
 		if err != nil {
-			return fmt.Errorf("seed %s: %w", d.SN, err)
+			return fmt.Errorf("seed %s: %w", d.sn, err)
 		}
-		if d.Closed {
-			err := store.UpdateOrder(ctx, dao.OrderID(o.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+		if d.closed {
+			err := store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
 				_, err := tx.CloseOrder(ctx)
 				return err
 			})
 			if err != nil {
-				return fmt.Errorf("seed %s: %w", d.SN, err)
+				return fmt.Errorf("seed %s: %w", d.sn, err)
 			}
 		}
 	}
