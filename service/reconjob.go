@@ -28,7 +28,7 @@ func (r *BillReconciler) Name() string { return "reconciliation" }
 func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 	now := r.now()
 	today := r.today()
-	runs, err := r.store.ReconRuns(ctx, model.ProviderAlipay, reconLookback+1)
+	runs, err := r.store.ReconRuns(ctx, r.Provider, reconLookback+1)
 	if err != nil {
 		return 0, err
 	}

@@ -298,7 +298,7 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 	}
 	f := model.Refund{
 		OutRequestNo: e.OutRequestNo, Kind: model.RefundConsole, Provider: p.Provider, TradeNo: p.TradeNo,
-		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in Alipay's bill of " + m.date,
+		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in " + m.r.Provider.Name() + "'s bill of " + m.date,
 		State: model.RefundRefunded,
 	}
 	// Money left Alipay: the journal books it as a refund (payment.refunded,

@@ -20,14 +20,14 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		},
 		func(p model.Payment) string { return p.TradeNo },
 		func(p model.Payment) {
-			r.log.Warn("payment in our ledger is missing from Alipay's bill", "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
+			r.log.Warn("payment in our ledger is missing from its provider's bill", "provider", r.Provider, "trade_no", p.TradeNo, "state", p.State, "amount", p.Amount)
 		},
 		func(p model.Payment) model.ReconItem {
 			return model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: p.TradeNo, TradeNo: p.TradeNo,
 				OutTradeNo: p.OutTradeNo, LedgerAmount: amountPtr(p.Amount),
-				Detail: "our ledger has this payment as " + string(p.State) + "; Alipay's bill does not"}
+				Detail: "our ledger has this payment as " + string(p.State) + "; " + r.Provider.Name() + "'s bill does not"}
 		},
-		"payments in our ledger missing from Alipay's bill, in all")
+		"payments in our ledger missing from their provider's bill, in all")
 	if err != nil {
 		return err
 	}
@@ -37,14 +37,14 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		},
 		func(f model.Refund) string { return f.OutRequestNo },
 		func(f model.Refund) {
-			r.log.Warn("refund we hold as REFUNDED is missing from Alipay's bill", "out_request_no", f.OutRequestNo, "amount", f.Amount)
+			r.log.Warn("refund we hold as REFUNDED is missing from its provider's bill", "provider", r.Provider, "out_request_no", f.OutRequestNo, "amount", f.Amount)
 		},
 		func(f model.Refund) model.ReconItem {
 			return model.ReconItem{Outcome: model.ReconRefundMissingAtProvider, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
 				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
 				Detail: "we hold this refund as REFUNDED; Alipay's bill has no such refund"}
 		},
-		"refunds we hold as REFUNDED missing from Alipay's bill, in all")
+		"refunds we hold as REFUNDED missing from their provider's bill, in all")
 }
 
 // missingSide records one side of missing: it reads the rows a page
@@ -77,7 +77,7 @@ func missingSide[T any](ctx context.Context, m *matcher, page func(after string,
 		after = key(rows[len(rows)-1])
 	}
 	if n > maxMissingLogs {
-		r.log.Warn(summary, "bill_date", m.date, "count", n)
+		r.log.Warn(summary, "provider", r.Provider, "bill_date", m.date, "count", n)
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/wechatpay-apiv3/wechatpay-go/core/auth"
 	"github.com/wechatpay-apiv3/wechatpay-go/core/auth/verifiers"
 	"github.com/wechatpay-apiv3/wechatpay-go/core/option"
+
+	"paynotify/internal/netguard"
 )
 
 // DefaultGateway is WeChat Pay's API host. WeChat Pay v3 has no sandbox:
@@ -140,7 +142,15 @@ func New(cfg Config) (*Client, error) {
 	c.verifier = keys.verifier(c.now)
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: httpTimeout}
+		// WeChat Pay's own gateway names the host of each bill's
+		// download_url, and the SDK dials it: public addresses only. A
+		// configured gateway (a fake, in development) takes every request,
+		// download included, so it may be on loopback.
+		policy := netguard.PublicOnly
+		if gw.String() != DefaultGateway {
+			policy = netguard.AnyAddress
+		}
+		hc = netguard.Client(policy, httpTimeout)
 	}
 	if gw.String() != DefaultGateway {
 		hc = redirected(hc, gw)
