@@ -87,8 +87,11 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 type services struct {
 	payments *service.Payments
 	refunds  *service.Refunds
-	recon    *service.BillReconciler
-	trades   *service.OpenTrades
+	// recons reconcile each provider's bill; recon is Alipay's (nil
+	// without Alipay), the admin routes' and the console's.
+	recons []*service.BillReconciler
+	recon  *service.BillReconciler
+	trades *service.OpenTrades
 	// checkout is nil when PUBLIC_URL is not set.
 	checkout *service.Checkout
 	locker   *lock.Redis
@@ -117,10 +120,16 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	s.refunds.OnFinished = m.RefundFinished
 	m.Providers(providers.Names())
 	s.refunds.LeavePending = a.manualRefunds
-	if bills, ok := providers[model.ProviderAlipay]; ok {
-		s.recon = service.NewBillReconciler(store, bills, s.payments, log)
-		s.recon.Background = ctx // a run an admin asked for outlives its request, not the service
-		s.recon.OnItem, s.recon.OnFinished = m.ReconItem, m.ReconFinished
+	// One reconciliation per provider: its own runs, its own daily job.
+	for _, p := range providers.Names() {
+		r := service.NewBillReconciler(store, providers[p], s.payments, log)
+		r.Provider = p
+		r.Background = ctx // a run an admin asked for outlives its request, not the service
+		r.OnItem, r.OnFinished = m.Recon(p)
+		s.recons = append(s.recons, r)
+		if p == model.ProviderAlipay {
+			s.recon = r
+		}
 	}
 	if cfg.PublicURL == "" {
 		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
@@ -151,11 +160,13 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 // reconciliation (startWorkers adds the closer and the relay).
 func (s *services) jobs(log *slog.Logger, a app) []service.Job {
 	jobs := []service.Job{s.trades.QueryJob(), s.trades.CloseJob(), s.refunds.Job()}
-	if at, on, _ := a.cfg.ReconTime(); s.recon == nil {
-		log.Info("no Alipay bill to reconcile: Alipay is not configured")
+	if at, on, _ := a.cfg.ReconTime(); len(s.recons) == 0 {
+		log.Info("no bill to reconcile: no provider is configured")
 	} else if on {
-		s.recon.At = at
-		jobs = append(jobs, s.recon.Job())
+		for _, r := range s.recons {
+			r.At = at // WeChat Pay's not before its bill is published (service.BillPublished)
+			jobs = append(jobs, r.Job())
+		}
 	} else if a.dev {
 		// paynotify reconcile refuses the development keys, as serve does.
 		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")

@@ -108,7 +108,9 @@ func TestReconQueue(t *testing.T) {
 		mustContain(t, ov.body, `reconciliation differences</a></td><td class="num">1</td>`, `>2026-11-30</a><span class="badge done" title="DONE">done</span>, 1 unresolved`)
 
 		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
-		mustContain(t, queue.body, "1 item(s) unresolved", "AMOUNT_DIFFERS", "the bill says 29.00", "29.00 CNY")
+		mustContain(t, queue.body, "1 item(s) unresolved", "AMOUNT_DIFFERS", "the bill says 29.00", "29.00 CNY",
+			// The item beside where its payment stands in our ledger.
+			`<span class="badge applied" title="payment APPLIED">payment applied</span>`)
 		if strings.Contains(queue.body, "T-RC-9") {
 			t.Error("a REPAIRED item is listed as needing a look")
 		}

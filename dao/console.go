@@ -271,8 +271,9 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	// A named embedded field: GORM cannot set the fields of an anonymous
 	// one of an unexported type.
 	var recs []struct {
-		Item     itemRecord `gorm:"embedded"`
-		BillDate string
+		Item         itemRecord `gorm:"embedded"`
+		BillDate     string
+		PaymentState *string
 	}
 	if err := q.Find(&recs).Error; err != nil {
 		return nil, mapErr(err)
@@ -280,13 +281,17 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	out := make([]model.ReconRow, len(recs))
 	for i, r := range recs {
 		out[i] = model.ReconRow{ReconItem: r.Item.item(), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
+		if r.PaymentState != nil {
+			out[i].PaymentState = model.PaymentState(*r.PaymentState)
+		}
 	}
 	return out, nil
 }
 
 func (s *Store) reconItems(ctx context.Context) *gorm.DB {
-	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.bill_date").
-		Joins("JOIN " + runTable + " r ON r.id = i.run_id")
+	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.bill_date, p.state AS payment_state").
+		Joins("JOIN " + runTable + " r ON r.id = i.run_id").
+		Joins("LEFT JOIN oms_order_payment p ON p.provider = r.provider AND p.trade_no = i.trade_no AND i.trade_no <> ''")
 }
 
 // ReconItemsOf lists the reconciliation items about any of these trades

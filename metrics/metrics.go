@@ -38,7 +38,7 @@ type Metrics struct {
 	// Reconciliation (recon.go).
 	reconItems    *prometheus.CounterVec
 	reconRuns     *prometheus.CounterVec
-	reconDuration prometheus.Histogram
+	reconDuration *prometheus.HistogramVec
 
 	// Background jobs, the outbox and the accounting consumer (job.go).
 	jobRounds *prometheus.CounterVec

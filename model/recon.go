@@ -203,4 +203,7 @@ type ReconRow struct {
 	ReconItem
 	BillDate   string
 	CreateTime time.Time
+	// PaymentState is the state of the payment the item's trade_no names
+	// in our ledger now ("" when the ledger has none).
+	PaymentState PaymentState
 }

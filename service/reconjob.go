@@ -17,11 +17,23 @@ const (
 	reconRetryAfter = time.Hour
 )
 
-// Name names the daily reconciliation job in logs.
-func (r *BillReconciler) Name() string { return "reconciliation" }
+// BillPublished is when, after Beijing midnight, a provider has
+// published the previous day's bill, where the daily job must wait for it
+// whatever At says: WeChat Pay's from 10:00.
+var BillPublished = map[model.Provider]time.Duration{model.ProviderWechatpay: 10 * time.Hour}
+
+// Name names the daily reconciliation job in logs and metrics, by its
+// provider.
+func (r *BillReconciler) Name() string {
+	if r.Provider == model.ProviderAlipay {
+		return "reconciliation" // as it was named before WeChat Pay
+	}
+	return "reconciliation_" + string(r.Provider)
+}
 
 // RunOnce is one round of the daily job: it reconciles yesterday (Beijing)
-// once the time of day is past At, and retries — at most hourly — the
+// once the time of day is past At (and past BillPublished for its
+// provider), and retries — at most hourly — the
 // dates of the last week whose run failed or was abandoned (its instance
 // died: a RUNNING run whose lease ended). A date another instance holds
 // is left to it. It returns how many runs it finished.
@@ -43,7 +55,7 @@ func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 		switch {
 		case ok && retryable(run, now):
 			due = append(due, date)
-		case !ok && back == 1 && !now.Before(today.Add(r.At)):
+		case !ok && back == 1 && !now.Before(today.Add(max(r.At, BillPublished[r.Provider]))):
 			due = append(due, date)
 		}
 	}

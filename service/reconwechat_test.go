@@ -245,3 +245,40 @@ func TestReconcileWechatPayFaults(t *testing.T) {
 		}
 	})
 }
+
+// The daily job runs per provider: WeChat Pay's waits for 10:00 Beijing,
+// when WeChat Pay has published yesterday's bill, whatever RECON_AT says,
+// and each provider's job finds only its own runs.
+func TestReconcileWechatPayDailyJob(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newWechatRig(t, store)
+		r.order(t, "WX-DAILY", "6.00")
+		r.wx.AddPaidTrade("WX-DAILY", "4200002026113000000000000701", 600, r.clock.Now())
+		var now time.Time
+		wx, ali := r.wechatInstance("job"), r.instance("job")
+		for _, rec := range []*service.BillReconciler{wx, ali} {
+			rec.At = 9*time.Hour + 30*time.Minute
+			rec.SetClock(func() time.Time { return now })
+		}
+		if wx.Name() == ali.Name() {
+			t.Fatalf("both jobs are named %q", wx.Name())
+		}
+		today, _ := time.ParseInLocation(time.DateOnly, r.day, model.Beijing)
+		today = today.AddDate(0, 0, 1)
+		round := func(rec *service.BillReconciler, at time.Duration, want int) {
+			t.Helper()
+			now = today.Add(at)
+			n, err := rec.RunOnce(ctx)
+			if err != nil || n != want {
+				t.Fatalf("%s at %s: %d runs, %v; want %d", rec.Name(), now, n, err, want)
+			}
+		}
+		round(wx, 9*time.Hour+30*time.Minute, 0) // RECON_AT, but WeChat Pay's bill is not out
+		round(wx, 10*time.Hour, 1)
+		round(wx, 11*time.Hour, 0)  // done: not again
+		round(ali, 11*time.Hour, 1) // Alipay's date is its own
+		if o := mustGetOrder(t, store, "WX-DAILY"); o.Status != model.OrderPaid {
+			t.Errorf("the job's run did not repair WX-DAILY: %d", o.Status)
+		}
+	})
+}
