@@ -15,6 +15,7 @@ import (
 	smartwalle "github.com/smartwalle/alipay/v3"
 
 	"paynotify/internal/netguard"
+	"paynotify/internal/sha256rsa"
 	"paynotify/model"
 )
 
@@ -65,7 +66,7 @@ type Client struct {
 	sdk *smartwalle.Client
 	// alipayKey verifies notifications: Alipay's public key, or the key of
 	// its certificate. smartwalle holds it too, for its answers to our calls.
-	alipayKey  *verifier
+	alipayKey  *sha256rsa.Verifier
 	appID      string
 	sellerID   string
 	production bool
@@ -137,13 +138,13 @@ func (c *Client) SDK() *smartwalle.Client { return c.sdk }
 // loadVerifier gives sdk the one key every notification is checked with:
 // Alipay's certificate if configured, else its public key. It returns that
 // key, prepared, for VerifyNotification.
-func loadVerifier(sdk *smartwalle.Client, cfg Config) (*verifier, error) {
+func loadVerifier(sdk *smartwalle.Client, cfg Config) (*sha256rsa.Verifier, error) {
 	if cfg.AlipayPublicCert == "" {
 		pub, err := parsePublicKey(cfg.AlipayPublicKey)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
 		}
-		v, err := newVerifier(pub)
+		v, err := sha256rsa.New(pub)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
 		}
@@ -167,7 +168,7 @@ func loadVerifier(sdk *smartwalle.Client, cfg Config) (*verifier, error) {
 	}
 	// smartwalle returns nil without loading anything for a non-RSA
 	// certificate, hence the check above.
-	v, err := newVerifier(pub)
+	v, err := sha256rsa.New(pub)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envAlipayPublicCert, err)
 	}

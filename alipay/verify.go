@@ -26,7 +26,7 @@ const (
 // model.ErrWrongMerchant. It never goes to the network.
 //
 // It checks the signature itself, with the key prepared at start (see
-// verifier), rather than through smartwalle's VerifySign: every
+// sha256rsa.Verifier), rather than through smartwalle's VerifySign: every
 // notification pays for it, and smartwalle copies the form into "k=v"
 // strings, sorts those and takes its client's lock to find the key — a
 // third of the CPU of a duplicate's verification. The rule is
@@ -81,7 +81,7 @@ func (c *Client) verifySigned(form url.Values, sig []byte, dropBlank bool) error
 		return k == fieldCertSN || dropBlank && strings.TrimSpace(v) == ""
 	})
 	digest := sha256.Sum256(content)
-	return c.alipayKey.verify(&digest, sig)
+	return c.alipayKey.Verify(&digest, sig)
 }
 
 // hasBlank reports whether some value is whitespace only (but not empty).

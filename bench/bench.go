@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"paynotify/internal/galeratest"
 )
 
 // maxOtherCores is how much CPU other work may use before a cell starts.
@@ -42,7 +44,9 @@ type bench struct {
 	svcDB    string
 	baseDB   string
 	keepLogs bool
-	purger   *purger // -purge
+	cluster  *galeratest.Cluster // -galera: three nodes
+	single   *galeratest.Cluster // -galera: one plain server beside them
+	purger   *purger             // -purge
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -122,6 +126,11 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 			return nil, err
 		}
 	}
+	if opt.galera {
+		if err := b.startGalera(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if opt.purge > 0 {
 		db, err := sql.Open("mysql", dsnFor(server, b.svcDB, nil))
 		if err != nil {
@@ -173,6 +182,11 @@ func (b *bench) teardown() {
 	if b.admin != nil {
 		b.admin.Close()
 	}
+	for _, c := range []*galeratest.Cluster{b.cluster, b.single} {
+		if c != nil {
+			c.Stop()
+		}
+	}
 }
 
 // cell is one measured row of the table.
@@ -214,7 +228,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	// round-robin: as behind a load balancer.
 	meter := newCPUMeter()
 	var (
-		addrs, addrsB []string // addrsB: the -compare processes
+		addrs, addrsB []string      // addrsB: the -compare processes
+		private       []*privateSet // -galera: the cluster's, and one server's
 		svcs          []*process
 	)
 	defer func() {
@@ -257,6 +272,35 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		meter.watch("service", svc.cmd.Process.Pid)
 	}
 
+	if b.cluster != nil {
+		for _, set := range []*privateSet{{tag: galeraTag, servers: b.cluster}, {tag: singleTag, servers: b.single}} {
+			if set.db, err = sql.Open("mysql", set.servers.Nodes[0].DSN(b.svcDB)); err != nil {
+				return nil, err
+			}
+			defer set.db.Close()
+			for _, nd := range set.servers.Nodes {
+				meter.watch("mariadb", nd.PID())
+			}
+			for k := range galeraNodes {
+				nd := set.servers.Nodes[min(k, len(set.servers.Nodes)-1)]
+				addr, err := freeAddr()
+				if err != nil {
+					return nil, err
+				}
+				b.progress("starting paynotify serve on %s, on %s node %s", addr, set.tag, nd.Name)
+				svc, err := startProcess(ctx, b.bin, []string{"serve"}, append(b.serviceEnv(addr), "DB_DSN="+nd.DSN(b.svcDB)),
+					addr, filepath.Join(b.tmp, fmt.Sprintf("serve-%s-%d.log", nd.Name, k+1)))
+				if err != nil {
+					return nil, err
+				}
+				svcs = append(svcs, svc)
+				set.addrs = append(set.addrs, addr)
+				meter.watch("service", svc.cmd.Process.Pid)
+			}
+			private = append(private, set)
+		}
+	}
+
 	if b.opt.purge > 0 {
 		if b.purger, err = newPurger(ctx, dsnFor(b.server, b.svcDB, nil)); err != nil {
 			return nil, err
@@ -285,9 +329,19 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		if addrsB != nil {
 			kinds = append(kinds, b.compared(kindFirst), b.compared(kindDuplicate))
 		}
+		for _, set := range private {
+			kinds = append(kinds, kindFirst+set.tag, kindDuplicate+set.tag)
+		}
 		for _, kind := range kinds {
-			to, letter := addrs, "S"
+			to, letter, db := addrs, "S", svcDB
+			var set *privateSet
+			for k, p := range private {
+				if strings.HasSuffix(kind, p.tag) {
+					set, to, letter, db = p, p.addrs, string(rune('G'+k)), p.db
+				}
+			}
 			switch {
+			case set != nil:
 			case strings.HasSuffix(kind, "]"):
 				to, letter = addrsB, "C"
 			case kind == kindFirstPurge:
@@ -309,15 +363,19 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindFirst, kindFirstPurge, b.compared(kindFirst):
+				case kindFirst, kindFirstPurge, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
 					orders := makeOrders(letter+prefix, per)
-					if err := seedOrders(ctx, svcDB, orders); err != nil {
+					if err := seedOrders(ctx, db, orders); err != nil {
 						return nil, err
 					}
 					if bodies, err = b.sign(ctx, orders); err != nil {
 						return nil, err
 					}
-					sent += per
+					if set != nil {
+						set.sent += per
+					} else {
+						sent += per
+					}
 					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
 				case kindWeChatFirst:
 					orders := makeOrders("W"+prefix, per)
@@ -335,7 +393,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 					seed := 100*c + attempt
 					warm = weChatOps(to, wxReqs, shuffled(seq(0, w), seed))
 					meas = weChatOps(to, wxReqs, shuffled(seq(w, per), seed+50))
-				case kindDuplicate, b.compared(kindDuplicate):
+				case kindDuplicate, b.compared(kindDuplicate), kindDuplicate + galeraTag, kindDuplicate + singleTag:
 					// The storm resends what the first notices applied, in
 					// another order: Alipay resends on its own schedule.
 					seed := 100*c + attempt
@@ -368,6 +426,17 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	}
 	if rep.invariant, err = checkApplied(ctx, svcDB, sent); err != nil {
 		return nil, err
+	}
+	for _, set := range private {
+		if rep.invariant != "" {
+			break
+		}
+		if rep.invariant, err = checkApplied(ctx, set.db, set.sent); err != nil {
+			return nil, err
+		}
+		if rep.invariant != "" {
+			rep.invariant = strings.TrimSpace(set.tag) + ": " + rep.invariant
+		}
 	}
 	if b.purger != nil {
 		if rep.leftOutbox, rep.leftLines, err = remaining(ctx, svcDB); err != nil {

@@ -7,7 +7,7 @@
 // signature and no ORM: a naive port (server-side prepared statements, two
 // round trips per statement) and a tuned one (interpolateParams=true).
 //
-//	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out] [-purge 1000000]
+//	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out] [-purge 1000000] [-galera]
 //
 // It is a module of its own (bench/go.mod, which replaces paynotify with
 // ../), so its dependencies, such as github.com/google/pprof, stay out of
@@ -15,6 +15,10 @@
 // does that; relative paths such as -profile are then relative to bench).
 // It prints a markdown report on standard output and progress on standard
 // error. See BENCHMARKS.md for what it measured and how to read it.
+//
+// -galera measures the same workloads, in the same run, on a private
+// 3-node Galera cluster (two instances on two nodes) and on one private
+// plain server set up alike, and prices a certification conflict.
 package main
 
 import (
@@ -61,6 +65,9 @@ type options struct {
 	// compare, if set, is a second set of serve processes with these
 	// settings added, measured in the same run (e.g. a feature off).
 	compare envFlags
+	// galera also runs the service workloads on a private 3-node Galera
+	// cluster, one serve process on each of two nodes, in the same run.
+	galera bool
 	// purge, if set, is how many rows of each purged table to fill
 	// before the run, measuring first notices again during purge rounds.
 	purge int
@@ -91,13 +98,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	levels := fs.String("c", "8,32,64", "concurrency levels, comma-separated")
 	fs.IntVar(&o.instances, "instances", 1, "serve processes on the one service database, driven round-robin (each with -pool connections)")
 	fs.IntVar(&o.pool, "pool", 32, "database connections: DB_MAX_OPEN_CONNS of the service and the pool size of both baselines")
-	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof and allocs.pprof to this directory")
+	fs.StringVar(&o.profile, "profile", "", "if set, afterwards profile the service (built again with a profiling hook) at concurrency 32 and write cpu-first.pprof, cpu-duplicate.pprof (with -wechatpay, cpu-wechatpay-first.pprof and cpu-wechatpay-duplicate.pprof too) and allocs.pprof to this directory")
 	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the temporary directory (binary, service log)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
+	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
 	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
@@ -154,6 +162,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep.profileErr = err.Error()
 			b.progress("profile: %v", err)
 		}
+	}
+	if opt.galera {
+		b.progress("measuring certification conflicts (node 1 against node 2)")
+		c, err := measureConflicts(ctx, b.galeraDSN(0), b.galeraDSN(1), 500)
+		if err != nil {
+			return err
+		}
+		rep.conflict = &c
 	}
 	rep.write(stdout)
 	if !rep.valid() {

@@ -76,14 +76,14 @@ type layer struct {
 // I/O.
 var layers = []layer{
 	{"request ids (crypto/rand)", []string{"crypto/rand.", "crypto/internal/sysrand.", "crypto/internal/fips140/drbg."}},
-	{"RSA2 verification (crypto/*, filippo.io/bigmod)", []string{"crypto/", "filippo.io/bigmod."}},
+	{"RSA verification, AES-GCM (crypto/*, filippo.io/bigmod)", []string{"crypto/", "filippo.io/bigmod."}},
 	{"socket I/O (net → syscalls)", []string{"net."}},
 	{"service log writes (os.File → write(2))", []string{"os.(*File)."}},
 	{"MySQL driver (go-sql-driver/mysql)", []string{"github.com/go-sql-driver/mysql"}},
 	{"database/sql pool", []string{"database/sql."}},
 	{"GORM (statement building, reflection, scanning)", []string{"gorm.io/"}},
 	{"logging (log/slog)", []string{"log/slog."}},
-	{"encoding/json (outbox payloads, log values)", []string{"encoding/json."}},
+	{"encoding/json (outbox payloads, log values, WeChat Pay bodies)", []string{"encoding/json."}},
 	{"Prometheus metrics", []string{"github.com/prometheus/"}},
 	{"regexp (request id, notification fields)", []string{"regexp."}},
 	{"form decoding (net/url, handler.postForm)", []string{"net/url.", "paynotify/handler.postForm", "paynotify/handler.parseQuery"}},
@@ -91,6 +91,7 @@ var layers = []layer{
 	{"gin (router, context, middleware)", []string{"github.com/gin-gonic/"}},
 	{"net/http server (request parsing, response)", []string{"net/http.", "net/textproto.", "mime."}},
 	{"Alipay SDK (smartwalle: sign content, encoding)", []string{"github.com/smartwalle/"}},
+	{"WeChat Pay SDK (wechatpay-go)", []string{"github.com/wechatpay-apiv3/"}},
 	{"paynotify code", []string{"paynotify/"}},
 }
 

@@ -61,7 +61,8 @@ type profileResult struct {
 	cells []profiledCell
 }
 
-// profile re-runs first notices and duplicates at profileLevel against
+// profile re-runs first notices and duplicates (with -wechatpay, WeChat
+// Pay's too) at profileLevel against
 // `paynotify serve` built with the profiling hook (see buildProfiled), with the
 // CPU profiler on for the measured part only.
 func (b *bench) profile(ctx context.Context) (*profileResult, error) {
@@ -109,17 +110,36 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 	meter := newCPUMeter()
 	meter.watch("service", child.cmd.Process.Pid)
 
-	pr := &profileResult{dir: dir}
-	for _, k := range []struct {
+	alipayOps := func(order []int) func() (op, func(), error) { return notifyOps([]string{addr}, bodies, order) }
+	type cell struct {
 		kind       string
 		warm, meas []int
 		file       string
-	}{
-		{kindFirst, seq(0, w), seq(w, per), "cpu-first.pprof"},
-		{kindDuplicate, shuffled(seq(0, w), 7), shuffled(seq(w, per), 8), "cpu-duplicate.pprof"},
-	} {
+		ops        func(order []int) func() (op, func(), error)
+	}
+	cells := []cell{
+		{kindFirst, seq(0, w), seq(w, per), "cpu-first.pprof", alipayOps},
+		{kindDuplicate, shuffled(seq(0, w), 7), shuffled(seq(w, per), 8), "cpu-duplicate.pprof", alipayOps},
+	}
+	if b.opt.wechatpay {
+		wxOrders := makeOrders(fmt.Sprintf("Q%02d", profileLevel), per)
+		if err := seedOrders(ctx, svcDB, wxOrders); err != nil {
+			return nil, err
+		}
+		wxReqs, err := weChatNotices(ctx, b.wxKeys, wxOrders)
+		if err != nil {
+			return nil, err
+		}
+		wxOps := func(order []int) func() (op, func(), error) { return weChatOps([]string{addr}, wxReqs, order) }
+		cells = append(cells,
+			cell{kindWeChatFirst, seq(0, w), seq(w, per), "cpu-wechatpay-first.pprof", wxOps},
+			cell{kindWeChatDuplicate, shuffled(seq(0, w), 9), shuffled(seq(w, per), 10), "cpu-wechatpay-duplicate.pprof", wxOps})
+	}
+
+	pr := &profileResult{dir: dir}
+	for _, k := range cells {
 		if w > 0 {
-			if _, err := drive(ctx, profileLevel, w, notifyOps([]string{addr}, bodies, k.warm)); err != nil {
+			if _, err := drive(ctx, profileLevel, w, k.ops(k.warm)); err != nil {
 				return nil, err
 			}
 		}
@@ -132,7 +152,7 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 			return nil, err
 		}
 		s0 := meter.snap()
-		res, err := drive(ctx, profileLevel, b.opt.profileN, notifyOps([]string{addr}, bodies, k.meas))
+		res, err := drive(ctx, profileLevel, b.opt.profileN, k.ops(k.meas))
 		if err != nil {
 			return nil, err
 		}
@@ -207,6 +227,9 @@ func (p *profileResult) write(w io.Writer) {
 			prefixes []string
 		}{
 			{"VerifyNotification (RSA2 + sign content)", []string{"paynotify/alipay.(*Client).VerifyNotification"}},
+			{"WeChat Pay VerifyNotification (signature, AES-GCM, JSON)", []string{"paynotify/wechatpay.(*Client).VerifyNotification"}},
+			{"WeChat Pay signature (verifySigned)", []string{"paynotify/wechatpay.(*Client).verifySigned"}},
+			{"WeChat Pay AES-GCM open", []string{"paynotify/wechatpay.(*Client).open"}},
 			{"Payments.Observe (all database work)", []string{"paynotify/service.(*Payments).Observe"}},
 			{"GORM and below", []string{"gorm.io/"}},
 			{"go-sql-driver and below", []string{"github.com/go-sql-driver/mysql"}},

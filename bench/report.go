@@ -83,6 +83,7 @@ type report struct {
 	invariant   string // empty if the database holds what was sent
 	profile     *profileResult
 	profileErr  string
+	conflict    *conflictResult // -galera
 	// leftOutbox, leftLines: what -purge left to delete at the end.
 	leftOutbox, leftLines int64
 }
@@ -146,6 +147,10 @@ func (r *report) write(w io.Writer) {
 	if r.opt.instances > 1 {
 		fmt.Fprintf(w, "- service: %d `serve` processes on one database, requests round-robin; service CPU is theirs together, peak RSS the largest one's\n", r.opt.instances)
 	}
+	if r.opt.galera {
+		fmt.Fprintf(w, "- Galera rows (%s): a private 3-node MariaDB Galera cluster on loopback (galera-4, internal/galeratest: evs.suspect_timeout=PT2S, innodb_flush_log_at_trx_commit=2, 64 MiB buffer pool per node) on the same cores; one `serve` on node 1 and one on node 2, requests alternating between them; each session runs with wsrep_sync_wait=1; their MariaDB CPU is the three nodes'\n", strings.TrimSpace(galeraTag))
+		fmt.Fprintf(w, "- one-server rows (%s): a private plain MariaDB set up as a node is (same buffer pool, same flush setting), no Galera, two `serve` processes on it: the cluster's comparison in this run. The stmts and prepares columns of both count only the -dsn server\n", strings.TrimSpace(singleTag))
+	}
 	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n\n", r.opt.n, r.opt.warmup)
 
 	fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails |")
@@ -179,6 +184,9 @@ func (r *report) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nService peak RSS (VmHWM at the end of the run): %.1f MiB\n\n", float64(r.peakRSS)/(1<<20))
 
+	if r.conflict != nil {
+		r.conflict.write(w)
+	}
 	if r.opt.purge > 0 {
 		r.writePurge(w)
 	}

@@ -141,6 +141,9 @@ func weChatNotices(ctx context.Context, k weChatKeys, orders []order) ([]weChatR
 }
 
 // weChatNotice is o's notification, with the fields a real one carries.
+// Its transaction_id is made from o's trade number, unique in the run: a
+// number from seq alone (which restarts at 0 for every cell) made every
+// level after the first, and the profile, conflict with the first's.
 func weChatNotice(k weChatKeys, o order, seq int, paid string) (weChatRequest, error) {
 	fen, err := strconv.ParseInt(strings.Replace(o.amount, ".", "", 1), 10, 64)
 	if err != nil {
@@ -148,7 +151,7 @@ func weChatNotice(k weChatKeys, o order, seq int, paid string) (weChatRequest, e
 	}
 	res, err := json.Marshal(map[string]any{
 		"appid": benchWxAppID, "mchid": benchMchID, "out_trade_no": o.sn,
-		"transaction_id": fmt.Sprintf("42000%023d", seq), "trade_type": "NATIVE", "trade_state": "SUCCESS",
+		"transaction_id": "4200" + o.tradeNo, "trade_type": "NATIVE", "trade_state": "SUCCESS",
 		"trade_state_desc": "支付成功", "bank_type": "OTHERS", "attach": "", "success_time": paid,
 		"payer":  map[string]string{"openid": fmt.Sprintf("oUpF8uMuAJO_M2pxb1Q9zN%06d", seq%1000000)},
 		"amount": map[string]any{"total": fen, "payer_total": fen, "currency": "CNY", "payer_currency": "CNY"},

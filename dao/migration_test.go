@@ -46,3 +46,28 @@ func TestMigrationOutcomesNameNoProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrationAppliedOutOfOrder: a database migrated before 00009 landed,
+// but after a later number, gets 00009 from the next migrate instead of a
+// refusal.
+func TestMigrationAppliedOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		db := store.SQL()
+		if _, err := db.Exec(`DROP TABLE admin_audit_guard`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`DELETE FROM goose_db_version WHERE version_id = 9`); err != nil {
+			t.Fatal(err)
+		}
+		if pending, err := store.MigrationsPending(ctx); err != nil || !pending {
+			t.Fatalf("pending = %v, %v; want 00009 pending", pending, err)
+		}
+		if err := store.Migrate(ctx); err != nil {
+			t.Fatalf("migrate with 00009 missing: %v", err)
+		}
+		if n := queryStrings(t, db, `SELECT COUNT(*) FROM admin_audit_guard`); len(n) != 1 {
+			t.Fatalf("admin_audit_guard after migrate: %v", n)
+		}
+	})
+}

@@ -126,18 +126,28 @@ func postForm(r *http.Request) (url.Values, error) {
 	if ct != "application/x-www-form-urlencoded" {
 		return url.Values{}, nil // no form: the signature check says so
 	}
-	var body []byte
-	if n := r.ContentLength; n >= 0 && n <= maxNotifyBody {
-		// The server's body reader ends at Content-Length.
-		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(r.Body) // chunked, or past the cap: MaxBytesReader ends it
-	}
+	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
 	return parseQuery(string(body))
+}
+
+// readBody reads a notification's body, r.Body being capped by
+// http.MaxBytesReader: Content-Length bytes into one buffer of that size
+// when it is given and within maxNotifyBody, where io.ReadAll would grow
+// its buffer from 512 bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > maxNotifyBody {
+		return io.ReadAll(r.Body) // chunked, or past the cap: MaxBytesReader ends it
+	}
+	// The server's body reader ends at Content-Length.
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // maxFormParams is net/url's default limit on the parameters of a query

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -63,7 +62,8 @@ func (w *WeChatPay) Notify(c *gin.Context) {
 func (w *WeChatPay) notify(c *gin.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), w.timeout)
 	defer cancel()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxNotifyBody))
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxNotifyBody)
+	body, err := readBody(c.Request)
 	if err != nil {
 		return "", errBadForm{err}
 	}

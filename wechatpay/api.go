@@ -270,8 +270,8 @@ func (c *Client) QueryTrade(ctx context.Context, outTradeNo string) (TradeStatus
 	st := TradeStatus{State: TradeState(deref(t.TradeState))}
 	if st.State.Paid() {
 		// A refunded transaction was paid: check it as a paid one.
-		paid := *t
-		paid.TradeState = core.String(string(TradeSuccess))
+		paid := paidOf(*t)
+		paid.TradeState = string(TradeSuccess)
 		tx, err := c.transaction(paid)
 		if err != nil {
 			return TradeStatus{}, fmt.Errorf("%w: wechatpay query: %v", model.ErrGatewayUnknown, err)
@@ -390,7 +390,7 @@ func (c *Client) failure(call string, err error) error {
 		return fmt.Errorf("%w: wechatpay %s: %v", model.ErrGatewayUnknown, call, err)
 	}
 	e := &APIError{Call: call, StatusCode: sdkErr.StatusCode, Code: sdkErr.Code, Message: sdkErr.Message}
-	e.Signed = c.verifySigned(context.Background(), sdkErr.Header, []byte(sdkErr.Body)) == nil
+	e.Signed = c.verifySigned(sdkErr.Header, []byte(sdkErr.Body)) == nil
 	switch {
 	case !e.Signed, e.StatusCode >= 500, e.StatusCode == http.StatusTooManyRequests:
 		e.kind = model.ErrGatewayUnknown

@@ -25,6 +25,7 @@ import (
 	"github.com/wechatpay-apiv3/wechatpay-go/core/option"
 
 	"paynotify/internal/netguard"
+	"paynotify/internal/sha256rsa"
 )
 
 // DefaultGateway is WeChat Pay's API host. WeChat Pay v3 has no sandbox:
@@ -214,12 +215,18 @@ type keyring struct {
 	publicKey   *rsa.PublicKey
 	publicKeyID string
 	certs       map[string]*x509.Certificate // by serial
+	// prepared holds each key above, by its serial, ready to verify a
+	// notification's signature (sha256rsa: prepared once, not per call as
+	// the SDK's verifiers do). The public key wins a serial it shares with
+	// a certificate, as the SDK's combined verifier picks it.
+	prepared map[string]*sha256rsa.Verifier
 }
 
 // newKeyring reads the public key and the platform certificates of cfg.
 func newKeyring(cfg Config) (*keyring, []error) {
 	var errs []error
-	k := &keyring{publicKeyID: cfg.PublicKeyID, certs: make(map[string]*x509.Certificate)}
+	k := &keyring{publicKeyID: cfg.PublicKeyID, certs: make(map[string]*x509.Certificate), prepared: make(map[string]*sha256rsa.Verifier)}
+	var publicKey *sha256rsa.Verifier
 	if cfg.PublicKey != "" {
 		key, err := ParsePublicKey(cfg.PublicKey)
 		switch {
@@ -228,7 +235,11 @@ func newKeyring(cfg Config) (*keyring, []error) {
 		case isOneOf(key, cfg.Refuse):
 			errs = append(errs, fmt.Errorf("%s is a development key from testdata/: use it with `paynotify dev` only", envPublicKey))
 		default:
-			k.publicKey = key
+			if publicKey, err = sha256rsa.New(key); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", envPublicKey, err))
+			} else {
+				k.publicKey = key
+			}
 		}
 		if cfg.PublicKeyID == "" {
 			errs = append(errs, fmt.Errorf("%s is required with %s", envPublicKeyID, envPublicKey))
@@ -247,8 +258,17 @@ func newKeyring(cfg Config) (*keyring, []error) {
 				errs = append(errs, fmt.Errorf("%s (file %d) is a development certificate from testdata/: use it with `paynotify dev` only", envPlatformCerts, i+1))
 				continue
 			}
+			v, err := sha256rsa.New(cert.PublicKey.(*rsa.PublicKey))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s (file %d): %w", envPlatformCerts, i+1, err))
+				continue
+			}
 			k.certs[Serial(cert)] = cert
+			k.prepared[Serial(cert)] = v
 		}
+	}
+	if publicKey != nil {
+		k.prepared[cfg.PublicKeyID] = publicKey // after the certificates: it wins their serial
 	}
 	if cfg.PublicKey == "" && len(cfg.PlatformCerts) == 0 {
 		errs = append(errs, fmt.Errorf("%s with %s, or %s, is required (both while moving from certificates to the public key)", envPublicKey, envPublicKeyID, envPlatformCerts))
@@ -271,14 +291,16 @@ func (k *keyring) verifier(now func() time.Time) auth.Verifier {
 	}
 }
 
-// knows reports whether serial names the public key or a certificate
-// valid at t.
-func (k *keyring) knows(serial string, t time.Time) bool {
+// key returns the prepared key serial names: the public key, or a
+// certificate valid at t; nil if neither.
+func (k *keyring) key(serial string, t time.Time) *sha256rsa.Verifier {
 	if k.publicKey != nil && serial == k.publicKeyID {
-		return true
+		return k.prepared[serial]
 	}
-	cert, ok := k.certs[serial]
-	return ok && valid(cert, t)
+	if cert, ok := k.certs[serial]; !ok || !valid(cert, t) {
+		return nil
+	}
+	return k.prepared[serial]
 }
 
 // validCerts is a core.CertificateGetter of the certificates valid now.

@@ -3,8 +3,8 @@
 // directory and configuration file (never /etc/mysql, never the server on
 // 3306), bootstrapped from node 1 and joined one at a time. A node can be
 // killed as a crash would and brought back by IST, or cut off from the
-// others. Without MariaDB, Galera or rsync the tests skip loudly (fail
-// under CI).
+// others. The tests run only with TEST_GALERA set; without MariaDB,
+// Galera or rsync they skip loudly then (fail under CI).
 package galeratest
 
 import (
@@ -47,6 +47,11 @@ type Cluster struct {
 	dir   string
 }
 
+// Env, set to anything, runs the cluster tests: they take minutes, so the
+// everyday test command skips them (loudly) and .ci/run runs them in a
+// step of their own.
+const Env = "TEST_GALERA"
+
 var shared struct {
 	sync.Mutex
 	c   *Cluster
@@ -59,6 +64,9 @@ var shared struct {
 // node synced as it found it). The package's TestMain calls StopShared.
 func Shared(tb testing.TB) *Cluster {
 	tb.Helper()
+	if os.Getenv(Env) == "" {
+		tb.Skipf("SKIPPING Galera cluster test: set %s=1 to run it (.ci/run does, in a step of its own)", Env)
+	}
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.err != "" {
@@ -92,16 +100,40 @@ func StopShared() {
 
 func checkInstalled(tb testing.TB) {
 	tb.Helper()
+	if err := installed(); err != nil {
+		proctest.Unavailable(tb, "Galera", err.Error())
+	}
+}
+
+// installed says what a cluster needs that the machine lacks.
+func installed() error {
 	for _, f := range []string{Provider, Server, InstallDB} {
 		if _, err := os.Stat(f); err != nil {
-			proctest.Unavailable(tb, "Galera", fmt.Sprintf("no %s (%v): install mariadb-server and galera-4", f, err))
+			return fmt.Errorf("no %s (%v): install mariadb-server and galera-4", f, err)
 		}
 	}
 	for _, f := range []string{"rsync", "wsrep_sst_rsync"} {
 		if _, err := exec.LookPath(f); err != nil {
-			proctest.Unavailable(tb, "Galera", fmt.Sprintf("no %s in PATH (%v): install rsync (state transfer) and mariadb-server", f, err))
+			return fmt.Errorf("no %s in PATH (%v): install rsync (state transfer) and mariadb-server", f, err)
 		}
 	}
+	return nil
+}
+
+// Start runs a cluster of n nodes outside a test (the load tool uses it);
+// the caller stops it.
+func Start(n int) (*Cluster, error) {
+	if err := installed(); err != nil {
+		return nil, err
+	}
+	c, err := start(n)
+	if err != nil {
+		if c != nil {
+			c.Stop()
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 // start installs n data directories and brings the cluster up: node 1
@@ -141,6 +173,32 @@ func start(n int) (*Cluster, error) {
 		if err := nd.boot(extra...); err != nil {
 			return c, err
 		}
+	}
+	return c, nil
+}
+
+// StartServer runs one plain MariaDB server, without Galera, configured as
+// a node of the cluster is (the same small buffer pool and flush
+// setting): the load tool measures one server beside the cluster with it.
+// The caller stops it.
+func StartServer() (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "galeratest-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir}
+	nd := &Node{Name: "single", dir: filepath.Join(dir, "single")}
+	c.Nodes = append(c.Nodes, nd)
+	if err = chownToServer(dir); err == nil {
+		if nd.Port, err = freePort(); err == nil {
+			if err = nd.install("", ""); err == nil {
+				err = nd.boot()
+			}
+		}
+	}
+	if err != nil {
+		c.Stop()
+		return nil, err
 	}
 	return c, nil
 }
@@ -239,7 +297,9 @@ innodb_flush_log_at_trx_commit=2
 binlog_format=ROW
 default_storage_engine=InnoDB
 innodb_autoinc_lock_mode=2
-wsrep_on=ON
+`, nd.data(), nd.socket(), nd.pidFile(), nd.errLog(), nd.Port)
+	if cluster != "" {
+		cnf += fmt.Sprintf(`wsrep_on=ON
 wsrep_provider=%s
 wsrep_cluster_name=%s
 wsrep_cluster_address=gcomm://%s
@@ -249,8 +309,8 @@ wsrep_node_incoming_address=127.0.0.1:%d
 wsrep_sst_method=rsync
 wsrep_sst_receive_address=127.0.0.1:%d
 wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;gcache.size=64M;evs.suspect_timeout=PT2S;evs.keepalive_period=PT0.5S"
-`, nd.data(), nd.socket(), nd.pidFile(), nd.errLog(), nd.Port, Provider, cluster, gcomm,
-		nd.Name, nd.gcommPort, nd.Port, nd.sstPort, nd.gcommPort, nd.istPort)
+`, Provider, cluster, gcomm, nd.Name, nd.gcommPort, nd.Port, nd.sstPort, nd.gcommPort, nd.istPort)
+	}
 	if err := os.WriteFile(nd.cnf(), []byte(cnf), 0o644); err != nil {
 		return err
 	}
@@ -267,10 +327,14 @@ wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.
 	return nil
 }
 
-// boot starts the node and waits until it is Synced.
+// boot starts the node and waits until it is Synced (a plain server:
+// until it answers).
 func (nd *Node) boot(extra ...string) error {
 	if err := nd.run(extra...); err != nil {
 		return err
+	}
+	if nd.gcommPort == 0 {
+		return nd.waitState(func(string, bool) bool { return true })
 	}
 	return nd.waitSynced()
 }
@@ -301,6 +365,16 @@ func serverCommand(args ...string) *exec.Cmd {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
 	}
 	return cmd
+}
+
+// PID is the process id of the node's mariadbd, 0 if it is not running.
+func (nd *Node) PID() int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
 }
 
 // Kill kills the node's mariadbd with SIGKILL, as a crash would, and waits

@@ -1,4 +1,4 @@
-package alipay
+package sha256rsa
 
 import (
 	"crypto"
@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// rsaKeys are generated once: a 2048-bit key (Alipay's size) and a 3072-bit
+// rsaKeys are generated once: a 2048-bit key (Alipay's and WeChat Pay's size) and a 3072-bit
 // one with another exponent.
 var rsaKeys = sync.OnceValues(func() ([]*rsa.PrivateKey, error) {
 	var keys []*rsa.PrivateKey
@@ -34,12 +34,12 @@ func testKeys(t testing.TB) []*rsa.PrivateKey {
 	return keys
 }
 
-// agree checks that verifier and crypto/rsa give the same answer for sig
+// agree checks that Verifier and crypto/rsa give the same answer for sig
 // over digest, and returns it.
-func agree(t testing.TB, v *verifier, pub *rsa.PublicKey, digest [sha256.Size]byte, sig []byte) error {
+func agree(t testing.TB, v *Verifier, pub *rsa.PublicKey, digest [sha256.Size]byte, sig []byte) error {
 	t.Helper()
 	want := rsa.VerifyPKCS1v15(pub, crypto.SHA256, digest[:], sig)
-	got := v.verify(&digest, sig)
+	got := v.Verify(&digest, sig)
 	if got != want && !(errors.Is(got, rsa.ErrVerification) && errors.Is(want, rsa.ErrVerification)) {
 		t.Fatalf("verifier says %v, crypto/rsa says %v (sig %x)", got, want, sig)
 	}
@@ -49,7 +49,7 @@ func agree(t testing.TB, v *verifier, pub *rsa.PublicKey, digest [sha256.Size]by
 func TestVerifierMatchesCryptoRSA(t *testing.T) {
 	for _, key := range testKeys(t) {
 		pub := &key.PublicKey
-		v, err := newVerifier(pub)
+		v, err := New(pub)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func nonCanonical(t *testing.T, key *rsa.PrivateKey) ([sha256.Size]byte, []byte)
 // is refused by both.
 func TestVerifierRefusesOtherEncodings(t *testing.T) {
 	key := testKeys(t)[0]
-	v, err := newVerifier(&key.PublicKey)
+	v, err := New(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +174,17 @@ func TestNewVerifierRefusesWeakKeys(t *testing.T) {
 		"even exponent": {N: key.N, E: 65536},
 		"huge exponent": {N: key.N, E: 1 << 31},
 	} {
-		if _, err := newVerifier(pub); err == nil {
+		if _, err := New(pub); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
-// FuzzVerifier holds verifier to crypto/rsa on signatures derived from a
+// FuzzVerifier holds Verifier to crypto/rsa on signatures derived from a
 // valid one.
 func FuzzVerifier(f *testing.F) {
 	key := testKeys(f)[0]
-	v, err := newVerifier(&key.PublicKey)
+	v, err := New(&key.PublicKey)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func FuzzVerifier(f *testing.F) {
 
 func BenchmarkVerifier(b *testing.B) {
 	key := testKeys(b)[0]
-	v, err := newVerifier(&key.PublicKey)
+	v, err := New(&key.PublicKey)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func BenchmarkVerifier(b *testing.B) {
 	}
 	b.Run("verifier", func(b *testing.B) {
 		for b.Loop() {
-			if err := v.verify(&digest, sig); err != nil {
+			if err := v.Verify(&digest, sig); err != nil {
 				b.Fatal(err)
 			}
 		}
