@@ -6,10 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"paynotify/dao"
 	"paynotify/fakealipay"
 	"paynotify/handler"
+	"paynotify/internal/demo"
 	"paynotify/model"
 )
 
@@ -59,48 +61,6 @@ const (
 	devOperator         = "demo"
 	devOperatorPassword = "paynotify-demo"
 )
-
-// demoSKU, demoMember and demoCoupon are the catalogue `dev` seeds for the
-// order API: ids 1, 2, 3 in that order on a fresh database.
-type demoSKU struct {
-	name  string
-	price string
-	stock int
-}
-
-var demoSKUs = []demoSKU{
-	{name: "Espresso beans 1kg", price: "89.00", stock: 100},
-	{name: "Pour-over kettle", price: "259.00", stock: 5},
-	{name: "Paper filters x100", price: "12.50", stock: 1000},
-}
-
-var demoMembers = []struct {
-	name   string
-	points int
-	coupon string // an unused coupon of this amount, if set
-}{
-	{name: "alice", points: 5000, coupon: "20.00"},
-	{name: "bob", points: 0, coupon: "5.00"},
-}
-
-// demoOrder is an order `dev` seeds, matched by the forms in testdata/notify:
-// quantity of one demo SKU, less points (100 = 1 yuan), makes amount.
-type demoOrder struct {
-	sn       string
-	memberID int64
-	amount   string
-	sku      int64 // demoSKUs[sku-1]
-	quantity int
-	points   int
-	closed   bool
-}
-
-var demoOrders = []demoOrder{
-	{sn: "DEMO-1001", memberID: 1, amount: "100.00", sku: 3, quantity: 8},                           // 8 × 12.50
-	{sn: "DEMO-1002", memberID: 1, amount: "88.00", sku: 1, quantity: 1, points: 100},               // 89.00 − 1.00
-	{sn: "DEMO-1003", memberID: 2, amount: "59.90", sku: 3, quantity: 5, points: 260, closed: true}, // 62.50 − 2.60
-	{sn: "DEMO-1004", memberID: 2, amount: "0.01", sku: 3, quantity: 1, points: 1249},               // 12.50 − 12.49
-}
 
 // devKeys returns every development key, for serve to refuse.
 func devKeys() []string {
@@ -148,6 +108,7 @@ const devDefaultAddr = "127.0.0.1:8080"
 // dev runs the service on a fresh embedded SQLite database with demo
 // orders and the development keys, and prints how to replay a notification.
 func dev(ctx context.Context, env environment) error {
+	// Configuration
 	flags := newFlags("dev", devUsage)
 	addr := flags.String("addr", devDefaultAddr, "listen address; HTTP_ADDR sets it too (the flag wins)")
 	dbPath := flags.String("db", "paynotify-dev.db", "SQLite file, recreated at every start")
@@ -156,12 +117,86 @@ func dev(ctx context.Context, env environment) error {
 	if err := parseFlags(flags, env, 0); err != nil {
 		return err
 	}
-	cfg, err := config.Load(env.environ)
+	cfg, err := devConfig(flags, *addr, *dbPath, env.environ)
 	if err != nil {
 		return err
 	}
-	cfg.HTTPAddr = devListenAddr(flags, *addr, env.environ)
-	cfg.DBDriver, cfg.DBDSN = dao.DriverSQLite, *dbPath
+	log := newLogger(env.stderr, cfg.LogLevel, false)
+
+	// Listener: bound first, so a busy port fails before the database of
+	// the dev that holds it is wiped.
+	ln, base, err := devListen(log, cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on an early return; serving closes it otherwise
+	cfg.PublicURL = base
+
+	// Database Support
+	store, release, err := openDevDB(ctx, *dbPath, *keep)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	// Fake Alipay
+	fake, client, err := newDevAlipay(base)
+	if err != nil {
+		return err
+	}
+	defer fake.Close()
+	wx, stopWeChat, err := devWeChatPay(base, log)
+	if err != nil {
+		return err
+	}
+	defer stopWeChat()
+	orders, err := store.CountOrders(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
+		"db", *dbPath, "kept", *keep, "app_id", devAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
+
+	// What to paste
+	if err := printDevBanner(env.stdout, cfg, base); err != nil {
+		return err
+	}
+
+	// Start API Service
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln, dev: true,
+		manualRefunds: *manualRefunds,
+		verifier:      fakealipay.Verifier{Client: client, Fake: fake},
+		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
+		wechatpay:     wx.provider, weChatNotice: wx.verifier})
+}
+
+// devListen binds addr and says the base URL it is reached at: the fake
+// Alipay and notify_url need the real address (addr may say port 0).
+func devListen(log *slog.Logger, addr string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("dev: %w (another paynotify dev running? -addr picks another address)", err)
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	base := "http://" + ln.Addr().String()
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		base = "http://localhost:" + port
+		log.Warn("dev listens on every interface: anyone who reaches this machine can use its public keys and admin token",
+			"addr", addr)
+	}
+	return ln, base, nil
+}
+
+// devConfig is the environment's configuration with dev's defaults: the
+// listen address, the SQLite file, the public dev secrets and operator,
+// reconciliation on demand, and quick Alipay jobs.
+func devConfig(flags *flag.FlagSet, addr, dbPath string, environ []string) (config.Config, error) {
+	cfg, err := config.Load(environ)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.HTTPAddr = devListenAddr(flags, addr, environ)
+	cfg.DBDriver, cfg.DBDSN = dao.DriverSQLite, dbPath
 	if cfg.APIJWTSecret == "" {
 		cfg.APIJWTSecret = devJWTSecret
 	}
@@ -171,64 +206,61 @@ func dev(ctx context.Context, env environment) error {
 	if len(cfg.Operators) == 0 {
 		hash, err := bcrypt.GenerateFromPassword([]byte(devOperatorPassword), bcrypt.DefaultCost)
 		if err != nil {
-			return err
+			return cfg, err
 		}
 		cfg.Operators = map[string]string{devOperator: string(hash)}
 	}
-	if !setIn(env.environ, "RECON_AT") {
+	if !setIn(environ, "RECON_AT") {
 		// Reconciliation on demand (POST /admin/reconciliations/{date}/run):
 		// the fake Alipay's bill of "yesterday" is whatever the demo made.
 		cfg.ReconAt = "off"
 	}
-	if !setIn(env.environ, "ALIPAY_JOBS_INTERVAL") {
+	if !setIn(environ, "ALIPAY_JOBS_INTERVAL") {
 		cfg.AlipayJobsInterval = 5 * time.Second // a demo refund shows up while you watch
 	}
-	log := newLogger(env.stderr, cfg.LogLevel, false)
+	return cfg, nil
+}
 
-	// Bind first: a busy port must fail before the database of the dev
-	// that holds it is wiped. The fake Alipay and notify_url need the real
-	// address too (the address may say port 0).
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+// openDevDB locks dbPath (a second dev on another address must not wipe
+// this one's database), recreates it unless keep, migrates it and seeds
+// the demo data. release closes the store and unlocks the file.
+func openDevDB(ctx context.Context, dbPath string, keep bool) (store *dao.Store, release func(), err error) {
+	if err := dao.CheckSQLitePath(dbPath); err != nil {
+		return nil, nil, fmt.Errorf("dev: %w", err)
+	}
+	unlock, err := lockDevDB(dbPath)
 	if err != nil {
-		return fmt.Errorf("dev: %w (another paynotify dev running? -addr picks another address)", err)
+		return nil, nil, err
 	}
-	defer ln.Close() // on an early return; serving closes it otherwise
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	base := "http://" + ln.Addr().String()
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		base = "http://localhost:" + port
-		log.Warn("dev listens on every interface: anyone who reaches this machine can use its public keys and admin token",
-			"addr", cfg.HTTPAddr)
-	}
-	cfg.PublicURL = base
-
-	// A second dev on another address must not wipe this one's database.
-	if err := dao.CheckSQLitePath(*dbPath); err != nil {
-		return fmt.Errorf("dev: %w", err)
-	}
-	release, err := lockDevDB(*dbPath)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if !*keep {
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
+	if !keep {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(*dbPath + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+			if err := os.Remove(dbPath + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
 			}
 		}
 	}
-	store, err := dao.Open(ctx, dao.DriverSQLite, *dbPath, dao.Options{})
+	store, err = dao.Open(ctx, dao.DriverSQLite, dbPath, dao.Options{})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return err
+	if err = store.Migrate(ctx); err == nil {
+		err = demo.Seed(ctx, store)
 	}
-	if err := seedDemo(ctx, store); err != nil {
-		return err
+	if err != nil {
+		store.Close()
+		return nil, nil, err
 	}
+	return store, func() { store.Close(); unlock() }, nil
+}
+
+// newDevAlipay starts the fake Alipay dev pays through, with a payment it
+// took for no order, and the Alipay client that talks to it at base.
+func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
 	fake, err := fakealipay.New(fakealipay.Config{
 		AppID: devAppID, SellerID: devSellerID,
 		PrivateKey:   devKey("alipay_private_key.pem"),
@@ -239,9 +271,8 @@ func dev(ctx context.Context, env environment) error {
 		BackURL: base + "/console/search?q=",
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer fake.Close()
 	// A payment Alipay took on the replay files' day whose notification
 	// never came, for an order this database does not have: reconciling
 	// that day finds it in the bill and records it UNMATCHED.
@@ -255,19 +286,15 @@ func dev(ctx context.Context, env environment) error {
 		SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
 	})
 	if err != nil {
-		return err
+		fake.Close()
+		return nil, nil, err
 	}
-	wx, stopWeChat, err := devWeChatPay(base, log)
-	if err != nil {
-		return err
-	}
-	defer stopWeChat()
-	orders, err := store.CountOrders(ctx)
-	if err != nil {
-		return err
-	}
-	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
-		"db", *dbPath, "kept", *keep, "app_id", devAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
+	return fake, client, nil
+}
+
+// printDevBanner prints devBanner for cfg at base, with a member token
+// for demo member 1.
+func printDevBanner(w io.Writer, cfg config.Config, base string) error {
 	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
 	if err != nil {
 		return err
@@ -276,12 +303,8 @@ func dev(ctx context.Context, env environment) error {
 	if _, ok := cfg.Operators[devOperator]; !ok {
 		login = "an operator from CONSOLE_OPERATORS"
 	}
-	fmt.Fprintf(env.stdout, devBanner, base, cfg.AdminToken, token, login)
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln, dev: true,
-		manualRefunds: *manualRefunds,
-		verifier:      devVerifier{client: client, fake: fake},
-		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
-		wechatpay:     wx.provider, weChatNotice: wx})
+	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login)
+	return nil
 }
 
 // devBanner is what dev prints for a newcomer to paste: base URL, admin
@@ -325,64 +348,6 @@ const devUnmatchedSN = "DEMO-1099"
 // devFakePrefix is where dev serves its fake Alipay.
 const devFakePrefix = "/fake-alipay"
 
-// seedDemo inserts the demo data on a fresh database: SKUs, members with
-// points and coupons, and the orders the replay forms pay.
-func seedDemo(ctx context.Context, store *dao.Store) error {
-	if _, err := store.SKU(ctx, 1); err == nil {
-		return nil // kept from the last run (-keep)
-	}
-	for _, s := range demoSKUs {
-		if _, err := store.InsertSKU(ctx, s.name, decimal.RequireFromString(s.price), s.stock); err != nil {
-			return fmt.Errorf("seed sku: %w", err)
-		}
-	}
-	for _, m := range demoMembers {
-		id, err := store.InsertMember(ctx, m.name, m.points)
-		if err != nil {
-			return fmt.Errorf("seed member: %w", err)
-		}
-		if m.coupon != "" {
-			if _, err := store.InsertCoupon(ctx, id, decimal.RequireFromString(m.coupon)); err != nil {
-				return fmt.Errorf("seed coupon: %w", err)
-			}
-		}
-	}
-	for _, d := range demoOrders {
-		if _, err := store.Order(ctx, d.sn); err == nil {
-			continue
-		} else if !errors.Is(err, model.ErrOrderNotFound) {
-			return err
-		}
-		// With its line: the console shows what was bought and its total.
-		price := decimal.RequireFromString(demoSKUs[d.sku-1].price)
-		total := price.Mul(decimal.NewFromInt(int64(d.quantity)))
-		var id int64
-		_, err := store.PlaceOrder(ctx, model.OrderRequest{MemberID: d.memberID, IdempotencyKey: "seed-" + d.sn, RequestHash: "seed"},
-			func(ctx context.Context, tx *dao.PlaceTx) error {
-				var err error
-				id, err = tx.InsertOrder(ctx, model.Order{OrderSN: d.sn, MemberID: d.memberID, PayAmount: decimal.RequireFromString(d.amount),
-					TotalAmount: total, Integration: d.points, IntegrationAmount: total.Sub(decimal.RequireFromString(d.amount))})
-				if err != nil {
-					return err
-				}
-				return tx.InsertItems(ctx, id, d.sn, []model.OrderItem{{SKUID: d.sku, Quantity: d.quantity, Price: price}})
-			})
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", d.sn, err)
-		}
-		if d.closed {
-			err := store.UpdateOrder(ctx, dao.OrderID(id), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
-				_, err := tx.CloseOrder(ctx)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("seed %s: %w", d.sn, err)
-			}
-		}
-	}
-	return nil
-}
-
 // setIn reports whether environ sets name.
 func setIn(environ []string, name string) bool {
 	for _, kv := range environ {
@@ -413,32 +378,4 @@ func devListenAddr(flags *flag.FlagSet, addr string, environ []string) string {
 		return envValue(environ, "HTTP_ADDR")
 	}
 	return addr
-}
-
-// devVerifier verifies notifications as serve does, then tells dev's fake
-// Alipay about the trade a verified paying notification reports: in dev, a
-// form signed with the development "Alipay" key (a replay file, or one
-// made by paynotify sign) stands for a payment Alipay took, so what the
-// service later does with the trade — refund money it cannot apply, query,
-// close — finds it there, as it would at Alipay.
-type devVerifier struct {
-	client *alipay.Client
-	fake   *fakealipay.Server
-}
-
-// VerifyNotification implements handler.Verifier.
-func (v devVerifier) VerifyNotification(ctx context.Context, form url.Values) error {
-	if err := v.client.VerifyNotification(ctx, form); err != nil {
-		return err
-	}
-	n, err := model.ParseNotification(form.Get)
-	if err != nil || !n.TradeStatus.Paid() || n.IsRefund() {
-		return nil // the service refuses or ignores it: no trade to know
-	}
-	paidAt := time.Now()
-	if n.GmtPayment != nil {
-		paidAt = *n.GmtPayment
-	}
-	v.fake.AddPaidTrade(n.OutTradeNo, n.TradeNo, n.TotalAmount, paidAt) // a known trade is left as it is
-	return nil
 }

@@ -10,17 +10,16 @@ import (
 	"time"
 
 	"paynotify/fakewechatpay"
-	"paynotify/model"
 	"paynotify/wechatpay"
 )
 
 // devWeChat is dev's WeChat Pay: a fake on its own loopback port (the
 // SDK keeps WeChat Pay's paths at the root of the gateway), the provider
 // pointed at it, and the notice check that tells the fake of each
-// replayed payment so the jobs find it.
+// replayed payment so the jobs find it (fakewechatpay.Verifier).
 type devWeChat struct {
-	fake     *fakewechatpay.Server
 	provider *wechatpay.Provider
+	verifier fakewechatpay.Verifier
 }
 
 // devWeChatPay starts dev's fake WeChat Pay, signing at random with its
@@ -67,24 +66,6 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 		return devWeChat{}, nil, err
 	}
 	log.Info("dev mode: a fake WeChat Pay at "+gateway, "mchid", devWeChatMchID, "appid", devWeChatAppID)
-	return devWeChat{fake: fake, provider: wechatpay.NewProvider(client, base+"/wechatpay/notify")}, stop, nil
-}
-
-// Notice implements handler.WeChatPayVerifier: the provider's check, and
-// the fake told of a paid transaction it did not open (a replayed file).
-func (d devWeChat) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
-	n, err := d.provider.Notice(ctx, h, body)
-	if err != nil || n.Payment.TradeNo == "" {
-		return n, err
-	}
-	fen, err := wechatpay.Fen(n.Payment.Amount)
-	if err != nil {
-		return n, nil // the ledger refuses it
-	}
-	paidAt := time.Now()
-	if n.Payment.PaidAt != nil {
-		paidAt = *n.Payment.PaidAt
-	}
-	d.fake.AddPaidTrade(n.Payment.OutTradeNo, n.Payment.TradeNo, fen, paidAt)
-	return n, nil
+	provider := wechatpay.NewProvider(client, base+"/wechatpay/notify")
+	return devWeChat{provider: provider, verifier: fakewechatpay.Verifier{Provider: provider, Fake: fake}}, stop, nil
 }

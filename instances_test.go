@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runAsMain) == "1" {
 		main() // exits
 	}
+	// As main does, for the tests that run the program in-process.
+	if err := dao.RouteDriverLog(); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	galeratest.StopShared()
 	os.Exit(code)

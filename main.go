@@ -23,6 +23,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"paynotify/dao"
 )
 
 const usage = `usage: paynotify <command> [flags]
@@ -42,6 +44,11 @@ paynotify <command> -h shows a command's flags.
 
 func main() {
 	tuneGC()
+	// Before any goroutine: the driver's logger is a plain global.
+	if err := dao.RouteDriverLog(); err != nil {
+		fmt.Fprintln(os.Stderr, "paynotify:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := environment{args: os.Args[1:], environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}

@@ -51,8 +51,8 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		return usageError{fmt.Errorf("reconcile: -provider %q: want alipay or wechatpay", *only)}
 	}
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := cfg.Alipay(devKeys())
-	wcfg, weChatOn, werr := cfg.WeChatPayClient(devKeys())
+	acfg, aerr := alipay.FromConfig(cfg, devKeys())
+	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
 	if err := config.Join(err, aerr, werr); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	payments := service.NewPayments(store)
 	var errs []error
 	for _, p := range names {
-		recon := service.NewReconciliations(store, providers[p], payments, log)
+		recon := service.NewBillReconciler(store, providers[p], payments, log)
 		recon.Provider = p
 		run, err := recon.Run(ctx, *date)
 		if err == nil {

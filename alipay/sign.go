@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"paynotify/model"
 	"slices"
 )
 
@@ -24,7 +25,7 @@ func SignForm(privateKey string, form url.Values) (url.Values, error) {
 	for k, vs := range form {
 		// Alipay's rule signs a map; a repeated key has no one meaning.
 		if len(vs) > 1 {
-			return nil, fmt.Errorf("repeated parameter %q", clip(k))
+			return nil, fmt.Errorf("repeated parameter %q", model.Clip(k))
 		}
 		signed[k] = slices.Clone(vs)
 	}

@@ -36,7 +36,7 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 		// The signature would cover every value while readers (Get) take
 		// the first: a second value could ride along unsigned.
 		if len(vs) > 1 {
-			return fmt.Errorf("%w: repeated parameter %q", model.ErrBadSignature, clip(k))
+			return fmt.Errorf("%w: repeated parameter %q", model.ErrBadSignature, model.Clip(k))
 		}
 	}
 	sign := form.Get(fieldSign)
@@ -44,7 +44,7 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 		return fmt.Errorf("%w: no sign", model.ErrBadSignature)
 	}
 	if st := form.Get(fieldSignType); st != signTypeRSA2 {
-		return fmt.Errorf("%w: sign_type %q, want RSA2", model.ErrBadSignature, clip(st))
+		return fmt.Errorf("%w: sign_type %q, want RSA2", model.ErrBadSignature, model.Clip(st))
 	}
 	sig, err := base64.StdEncoding.DecodeString(sign)
 	if err != nil {
@@ -58,10 +58,10 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 		}
 	}
 	if got := form.Get(fieldAppID); got != c.appID {
-		return fmt.Errorf("%w: app_id %q is not ours", model.ErrWrongMerchant, clip(got))
+		return fmt.Errorf("%w: app_id %q is not ours", model.ErrWrongMerchant, model.Clip(got))
 	}
 	if got := form.Get(fieldSellerID); got != c.sellerID {
-		return fmt.Errorf("%w: seller_id %q is not ours", model.ErrWrongMerchant, clip(got))
+		return fmt.Errorf("%w: seller_id %q is not ours", model.ErrWrongMerchant, model.Clip(got))
 	}
 	return nil
 }
@@ -92,13 +92,4 @@ func hasBlank(form url.Values) bool {
 		}
 	}
 	return false
-}
-
-// clip keeps what a client sent short enough for an error message.
-func clip(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
 }

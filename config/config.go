@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
-
-	"paynotify/alipay"
 )
 
 // Config is every setting paynotify reads. Names are fixed: deployment
@@ -107,7 +105,8 @@ const ShutdownGrace = 20 * time.Second
 
 // Load reads the configuration from environ (os.Environ() form). It checks
 // types and ranges, and names every problem, by its environment variable,
-// in one *Error; Alipay checks what the Alipay settings mean.
+// in one *Error; each provider's adapter reads its own settings from
+// the Config (alipay.FromConfig).
 func Load(environ []string) (Config, error) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -115,27 +114,47 @@ func Load(environ []string) (Config, error) {
 			vars[k] = v
 		}
 	}
-	var problems []string
-	// unreadable: variables whose value did not parse; their fields hold
-	// zero, which the range checks below must not report again.
-	unreadable := map[string]bool{}
-	c, err := env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	c, problems, unreadable, err := parse(vars)
 	if err != nil {
-		var agg env.AggregateError
-		if !errors.As(err, &agg) {
-			return c, &Error{Problems: []string{err.Error()}}
-		}
-		for _, e := range agg.Errors {
-			var pe env.ParseError
-			if !errors.As(e, &pe) {
-				problems = append(problems, e.Error())
-				continue
-			}
-			name := varName(pe.Name)
-			unreadable[name] = true
-			problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], wantOf(pe.Type)))
-		}
+		return c, err
 	}
+	problems = append(problems, c.check(vars, unreadable)...)
+	if len(problems) > 0 {
+		return c, &Error{Problems: problems}
+	}
+	return c, nil
+}
+
+// parse reads vars into a Config by the struct's tags: the problems are
+// the values that did not parse, and unreadable their variables (whose
+// fields hold zero, which check must not report again).
+func parse(vars map[string]string) (c Config, problems []string, unreadable map[string]bool, err error) {
+	unreadable = map[string]bool{}
+	c, err = env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	if err == nil {
+		return c, nil, unreadable, nil
+	}
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return c, nil, nil, &Error{Problems: []string{err.Error()}}
+	}
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if !errors.As(e, &pe) {
+			problems = append(problems, e.Error())
+			continue
+		}
+		name := varName(pe.Name)
+		unreadable[name] = true
+		problems = append(problems, fmt.Sprintf("%s=%q: want %s", name, vars[name], wantOf(pe.Type)))
+	}
+	return c, problems, unreadable, nil
+}
+
+// check names every value out of its range (the operators it also reads
+// into c.Operators).
+func (c *Config) check(vars map[string]string, unreadable map[string]bool) []string {
+	var problems []string
 	// check reports name unless ok, showing what was set unless secret.
 	check := func(name string, ok bool, want string, secret bool) {
 		switch {
@@ -185,10 +204,7 @@ func Load(environ []string) (Config, error) {
 	check("RECON_AT", reconErr == nil, "HH:MM in Beijing time (such as 09:30), or off", false)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
-	if len(problems) > 0 {
-		return c, &Error{Problems: problems}
-	}
-	return c, nil
+	return problems
 }
 
 // Error is every problem found in the configuration, each naming its
@@ -276,84 +292,9 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// Alipay resolves the Alipay settings (values or files) into a client
-// configuration. It names every missing or malformed variable in one
-// error, and refuses any key in devKeys (the development keys from
-// testdata/, which are public).
-func (c Config) Alipay(devKeys []string) (alipay.Config, error) {
-	var errs []error
-	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
-	ac := alipay.Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production, SandboxGateway: c.AlipaySandboxGateway}
-	if c.AppID == "" {
-		missing("ALIPAY_APP_ID")
-	}
-	if c.SellerID == "" {
-		missing("ALIPAY_SELLER_ID")
-	} else if !strings.HasPrefix(c.SellerID, "2088") {
-		errs = append(errs, fmt.Errorf("ALIPAY_SELLER_ID %q: an Alipay seller id starts with 2088", c.SellerID))
-	}
-
-	var err error
-	if ac.AppPrivateKey, err = valueOrFile("ALIPAY_APP_PRIVATE_KEY", c.AppPrivateKey, c.AppPrivateKeyFile); err != nil {
-		errs = append(errs, err)
-	} else if ac.AppPrivateKey == "" {
-		missing("ALIPAY_APP_PRIVATE_KEY or ALIPAY_APP_PRIVATE_KEY_FILE")
-	} else if err := alipay.CheckPrivateKey(ac.AppPrivateKey); err != nil {
-		errs = append(errs, fmt.Errorf("ALIPAY_APP_PRIVATE_KEY: %w", err))
-	}
-
-	certMode := c.AppCertFile != "" || c.AlipayPublicCertFile != "" || c.AlipayRootCertFile != ""
-	if certMode {
-		for _, f := range []struct {
-			name, path string
-			dst        *string
-		}{
-			{"ALIPAY_APP_CERT_FILE", c.AppCertFile, &ac.AppCert},
-			{"ALIPAY_PUBLIC_CERT_FILE", c.AlipayPublicCertFile, &ac.AlipayPublicCert},
-			{"ALIPAY_ROOT_CERT_FILE", c.AlipayRootCertFile, &ac.AlipayRootCert},
-		} {
-			if f.path == "" {
-				missing(f.name + " (certificate mode needs all three certificate files)")
-				continue
-			}
-			b, err := os.ReadFile(f.path)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
-				continue
-			}
-			*f.dst = string(b)
-		}
-		if ac.AlipayPublicCert != "" {
-			if err := alipay.CheckCertificate(ac.AlipayPublicCert); err != nil {
-				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE: %w", err))
-			}
-		}
-	} else {
-		if ac.AlipayPublicKey, err = valueOrFile("ALIPAY_PUBLIC_KEY", c.AlipayPublicKey, c.AlipayPublicKeyFile); err != nil {
-			errs = append(errs, err)
-		} else if ac.AlipayPublicKey == "" {
-			missing("ALIPAY_PUBLIC_KEY or ALIPAY_PUBLIC_KEY_FILE (or the three certificate files)")
-		} else if err := alipay.CheckPublicKey(ac.AlipayPublicKey); err != nil {
-			errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_KEY: %w", err))
-		}
-	}
-
-	for _, dev := range devKeys {
-		if sameKey(dev, ac.AppPrivateKey) {
-			errs = append(errs, errors.New("ALIPAY_APP_PRIVATE_KEY is a development key from testdata/: use it with `paynotify dev` only"))
-		}
-		if sameKey(dev, ac.AlipayPublicKey) {
-			errs = append(errs, errors.New("ALIPAY_PUBLIC_KEY is a development key from testdata/: use it with `paynotify dev` only"))
-		}
-	}
-	if len(errs) > 0 {
-		return ac, Join(errs...)
-	}
-	return ac, nil
-}
-
-// valueOrFile reads a setting given either inline or as a file.
-func valueOrFile(name, value, file string) (string, error) {
+// ValueOrFile reads a setting given either inline (value) or as a file
+// (file, from name_FILE); both set is an error naming the variable.
+func ValueOrFile(name, value, file string) (string, error) {
 	switch {
 	case value != "" && file != "":
 		return "", fmt.Errorf("set %s or %s_FILE, not both", name, name)
@@ -365,26 +306,6 @@ func valueOrFile(name, value, file string) (string, error) {
 		return strings.TrimSpace(string(b)), nil
 	}
 	return strings.TrimSpace(value), nil
-}
-
-// sameKey compares two keys whatever their armour: PEM or bare base64.
-func sameKey(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	return keyBody(a) == keyBody(b)
-}
-
-func keyBody(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "-----") {
-			continue
-		}
-		b.WriteString(line)
-	}
-	return b.String()
 }
 
 // ReconTime is RECON_AT: the time of day (since midnight, Beijing) the

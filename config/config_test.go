@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"paynotify/alipay"
 	"paynotify/config"
 )
 
@@ -148,7 +149,7 @@ func TestAlipayNamesEveryProblem(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			_, err = c.Alipay(nil)
+			_, err = alipay.FromConfig(c, nil)
 			checkNames(t, err, tc.want...)
 			if strings.Contains(err.Error(), "not-a-key") {
 				t.Errorf("error repeats the key material:\n%v", err)
@@ -157,7 +158,7 @@ func TestAlipayNamesEveryProblem(t *testing.T) {
 	}
 	t.Run("JoinedWithLoad", func(t *testing.T) {
 		c, lerr := config.Load([]string{"NOTIFY_TIMEOUT=4", "ALIPAY_APP_ID=2021000000000009"})
-		_, aerr := c.Alipay(nil)
+		_, aerr := alipay.FromConfig(c, nil)
 		checkNames(t, config.Join(lerr, aerr), "NOTIFY_TIMEOUT", "ALIPAY_SELLER_ID", "ALIPAY_APP_PRIVATE_KEY", "ALIPAY_PUBLIC_KEY")
 		if err := config.Join(nil, nil); err != nil {
 			t.Errorf("Join of no problems = %v, want nil", err)

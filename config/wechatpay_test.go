@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"paynotify/config"
+	"paynotify/wechatpay"
 )
 
 func TestWeChatPayClient(t *testing.T) {
@@ -44,7 +45,7 @@ func TestWeChatPayClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, on, err := cfg.WeChatPayClient(tc.refuse)
+			_, on, err := wechatpay.FromConfig(cfg, tc.refuse)
 			if on != tc.on {
 				t.Fatalf("on %v, want %v", on, tc.on)
 			}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"paynotify/dao"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -20,7 +19,7 @@ func (c *Console) actionRoutes() {
 	m.HandleFunc("GET "+Prefix+"/queues/payments", c.signedIn(c.paymentQueue))
 	m.HandleFunc("POST "+Prefix+"/outbox/{seq}/requeue", c.changing(c.requeue))
 	m.HandleFunc("GET "+Prefix+"/queues/reconciliation", c.signedIn(c.reconQueue))
-	if c.d.Reconciliations != nil {
+	if c.d.BillReconciler != nil {
 		m.HandleFunc("POST "+Prefix+"/reconciliation/items/{id}/resolve", c.changing(c.resolveItem))
 	}
 	if c.d.Refunds == nil {
@@ -104,7 +103,7 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request, d confirmData)
 
 // confirmRetry asks before a failed refund goes to Alipay again.
 func (c *Console) confirmRetry(w http.ResponseWriter, r *http.Request) {
-	f, err := c.d.Ops.Refund(r.Context(), r.PathValue("no"))
+	f, err := c.d.Lookup.Refund(r.Context(), r.PathValue("no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -136,7 +135,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 
 // refundBack is the timeline of the order of the refund a form names.
 func (c *Console) refundBack(r *http.Request) string {
-	row, err := c.d.Ops.Refund(r.Context(), r.PathValue("no"))
+	row, err := c.d.Lookup.Refund(r.Context(), r.PathValue("no"))
 	if err != nil || row.OrderSN == "" {
 		return Prefix + "/queues/refunds"
 	}
@@ -145,7 +144,7 @@ func (c *Console) refundBack(r *http.Request) string {
 
 // confirmPaymentRefund asks before a payment owed back is refunded now.
 func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
-	p, _, err := c.d.Ops.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
+	p, _, err := c.d.Lookup.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -180,7 +179,7 @@ func (c *Console) confirmPaymentRefund(w http.ResponseWriter, r *http.Request) {
 // (through the refund of payments without an order, as the admin API).
 func (c *Console) paymentRefund(w http.ResponseWriter, r *http.Request) {
 	provider, tradeNo := paymentKey(r), r.PathValue("trade_no")
-	p, _, err := c.d.Ops.Payment(r.Context(), provider, tradeNo)
+	p, _, err := c.d.Lookup.Payment(r.Context(), provider, tradeNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -207,7 +206,7 @@ type refundFormData struct {
 
 // orderRefundForm asks how much of an order to refund.
 func (c *Console) orderRefundForm(w http.ResponseWriter, r *http.Request) {
-	t, err := c.d.Ops.Timeline(r.Context(), r.PathValue("sn"))
+	t, err := c.d.Lookup.Timeline(r.Context(), r.PathValue("sn"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -225,7 +224,7 @@ func (c *Console) refundForm(w http.ResponseWriter, r *http.Request, status int,
 // API: never more than paid minus refunded).
 func (c *Console) orderRefund(w http.ResponseWriter, r *http.Request) {
 	sn := r.PathValue("sn")
-	t, err := c.d.Ops.Timeline(r.Context(), sn)
+	t, err := c.d.Lookup.Timeline(r.Context(), sn)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -269,37 +268,16 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, model.ErrEventNotFound)
 		return
 	}
-	err = c.d.Ops.RequeueEvent(r.Context(), act(r), seq)
+	err = c.d.Queues.RequeueEvent(r.Context(), act(r), seq)
 	c.done(w, r, err, back(r, Prefix+"/queues/outbox"), "requeued")
-}
-
-type paymentQueueData struct {
-	page
-	State   model.PaymentState
-	States  []model.PaymentState
-	Rows    []service.PaymentRow
-	Count   model.QueueCount
-	Page    int
-	HasNext bool
 }
 
 // paymentQueue lists payments owed back (REFUND_PENDING) or on their way
 // back, to refund now rather than on the worker's next round.
 func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
-	states := []model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed}
-	state, ok := queueState(r, states)
-	if !ok {
-		c.status(w, r, http.StatusBadRequest, "Unknown payment state.")
-		return
-	}
-	pageNo := pageParam(r, "page")
-	rows, count, err := c.d.Ops.PaymentQueue(r.Context(), state, pageNo)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "payments", paymentQueueData{page: c.page(r, "Payments owed back · "+label(state)), State: state, States: states,
-		Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
+	serveQueue(c, w, r, "payments", "Payments owed back · ", "payment", false,
+		[]model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed},
+		numbered(r, c.d.Queues.PaymentQueue))
 }
 
 type reconQueueData struct {
@@ -308,7 +286,7 @@ type reconQueueData struct {
 	Outcome  model.ReconOutcome
 	Outcomes []model.ReconOutcome
 	Open     bool
-	Rows     []dao.ReconRow
+	Rows     []model.ReconRow
 	Count    int64
 	Page     int
 	HasNext  bool
@@ -326,19 +304,19 @@ func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	open := q.Get("all") == ""
 	pageNo := pageParam(r, "page")
-	runs, err := c.d.Ops.ReconRuns(r.Context(), 14)
+	runs, err := c.d.Queues.ReconRuns(r.Context(), 14)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	rows, n, err := c.d.Ops.ReconQueue(r.Context(), outcome, open, pageNo)
+	rows, n, err := c.d.Queues.ReconQueue(r.Context(), outcome, open, pageNo)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
 		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
-		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.Reconciliations != nil})
+		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.BillReconciler != nil})
 }
 
 func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
@@ -347,7 +325,7 @@ func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, model.ErrItemNotFound)
 		return
 	}
-	_, err = c.d.Reconciliations.ResolveItemAs(r.Context(), act(r), id)
+	_, err = c.d.BillReconciler.ResolveItemAs(r.Context(), act(r), id)
 	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
 }
 

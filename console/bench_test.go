@@ -104,7 +104,7 @@ const benchFailedRefund = 100
 func benchConsole(b *testing.B, store *dao.Store) (http.Handler, *http.Cookie) {
 	b.Helper()
 	sessions := service.NewSessions(store, time.Hour)
-	c, err := console.New(console.Deps{Log: quiet(), Ops: service.NewOps(store), Sessions: sessions,
+	c, err := console.New(console.Deps{Log: quiet(), Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store), Sessions: sessions,
 		Refunds: service.NewRefunds(store, nil, quiet()), Operators: operatorHashes(b)})
 	if err != nil {
 		b.Fatal(err)

@@ -14,8 +14,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"paynotify/metrics"
 	"paynotify/service"
 )
 
@@ -30,14 +29,17 @@ const Prefix = "/console"
 
 // Deps is what the console needs.
 type Deps struct {
-	Log      *slog.Logger
-	Ops      *service.Ops
-	Sessions *service.Sessions
+	Log *slog.Logger
+	// Dashboard, Queues and Lookup are what the pages read.
+	Dashboard *service.Dashboard
+	Queues    *service.Queues
+	Lookup    *service.Lookup
+	Sessions  *service.Sessions
 	// Refunds does the refund actions; without it they are not offered.
 	Refunds *service.Refunds
-	// Reconciliations resolves reconciliation items; without it the
+	// BillReconciler resolves reconciliation items; without it the
 	// resolve action is not offered.
-	Reconciliations *service.Reconciliations
+	BillReconciler *service.BillReconciler
 	// Operators maps each operator's name to their bcrypt hash.
 	Operators map[string]string
 	// AdminToken, when no operator is configured, signs in one operator
@@ -51,9 +53,9 @@ type Deps struct {
 	// (PUBLIC_URL's), accepted as a form's Origin behind a proxy that
 	// rewrites Host.
 	PublicHost string
-	// Gatherer holds this instance's notification counters (duplicates
-	// and failures leave no row in the ledger).
-	Gatherer prometheus.Gatherer
+	// Metrics holds this instance's notification counts (duplicates and
+	// failures leave no row in the ledger).
+	Metrics *metrics.Metrics
 	// Now is the clock (tests).
 	Now func() time.Time
 }

@@ -27,6 +27,7 @@ import (
 	"paynotify/fakealipay"
 	"paynotify/handler"
 	"paynotify/internal/devkey"
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -95,15 +96,16 @@ func newStack(t *testing.T, store *dao.Store) *stack {
 	}
 	payments := service.NewPayments(store)
 	s.refunds = service.NewRefunds(store, service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}, log)
-	ops := service.NewOps(store)
+	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	reg := prometheus.NewRegistry()
-	c, err := console.New(console.Deps{Log: log, Ops: ops, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
-		Operators: operatorHashes(t), Gatherer: reg})
+	m := metrics.New(reg)
+	c, err := console.New(console.Deps{Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, time.Hour), Refunds: s.refunds,
+		Operators: operatorHashes(t), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.srv = httptest.NewUnstartedServer(handler.New(handler.Deps{Log: log, Verifier: client, Payments: payments, Refunds: s.refunds,
-		Ops: ops, Console: c, DB: store, Registry: reg}))
+		Dashboard: dashboard, Queues: queues, Lookup: lookup, Console: c, DB: store, Registry: reg, Metrics: m}))
 	s.srv.Listener.Close()
 	s.srv.Listener = ln
 	s.srv.Start()

@@ -20,6 +20,7 @@ import (
 
 	"paynotify/console"
 	"paynotify/dao"
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -73,7 +74,7 @@ type env struct {
 	clock    *clock
 	payments *service.Payments
 	refunds  *service.Refunds
-	registry *prometheus.Registry
+	metrics  *metrics.Metrics
 }
 
 // only configures just the named operators.
@@ -91,13 +92,13 @@ func only(names ...string) func(*console.Deps) {
 // changed by opts.
 func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	tb.Helper()
-	e := &env{store: store, clock: &clock{t: time.Now()}, payments: service.NewPayments(store), registry: prometheus.NewRegistry()}
+	e := &env{store: store, clock: &clock{t: time.Now()}, payments: service.NewPayments(store), metrics: metrics.New(prometheus.NewRegistry())}
 	log := slog.New(slog.NewTextHandler(testLog{tb}, nil))
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
-		Log: log, Ops: service.NewOps(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
-		Reconciliations: service.NewReconciliations(store, nil, e.payments, log),
-		Operators:       operatorHashes(tb), Gatherer: e.registry, Now: e.clock.now,
+		Log: log, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
+		BillReconciler: service.NewBillReconciler(store, nil, e.payments, log),
+		Operators:      operatorHashes(tb), Metrics: e.metrics, Now: e.clock.now,
 	}
 	for _, o := range opts {
 		o(&d)

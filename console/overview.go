@@ -23,13 +23,13 @@ type overviewData struct {
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	p := c.page(r, "Overview")
-	ov, err := c.d.Ops.Overview(r.Context(), p.now, p.loc)
+	ov, err := c.d.Dashboard.Overview(r.Context(), p.now, p.loc)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	d := overviewData{page: p, Overview: ov, Chart: newChart(ov.Chart, p.loc)}
-	for outcome, n := range c.notifyCounts() {
+	for outcome, n := range c.d.Metrics.NotificationCounts() {
 		switch {
 		case outcome == "duplicate":
 			d.Duplicates += n
@@ -38,31 +38,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.render(w, r, http.StatusOK, "overview", d)
-}
-
-// notifyCounts reads this instance's paynotify_notifications_total.
-func (c *Console) notifyCounts() map[string]float64 {
-	out := map[string]float64{}
-	if c.d.Gatherer == nil {
-		return out
-	}
-	families, err := c.d.Gatherer.Gather()
-	if err != nil {
-		return out
-	}
-	for _, f := range families {
-		if f.GetName() != "paynotify_notifications_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
 }
 
 // chart is the per-minute bar chart, laid out for an inline SVG.

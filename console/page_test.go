@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/metrics"
 	"paynotify/model"
 )
 
@@ -50,12 +50,11 @@ func TestOverview(t *testing.T) {
 		} {
 			e.pay(t, p.sn, p.trade, p.amount)
 		}
-		notified := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "paynotify_notifications_total"}, []string{"outcome"})
-		e.registry.MustRegister(notified)
-		notified.WithLabelValues("duplicate").Add(3)
-		notified.WithLabelValues("bad_signature").Add(2)
-		notified.WithLabelValues("order_not_found").Add(1)
-		notified.WithLabelValues("applied").Add(2)
+		for outcome, n := range map[string]int{"duplicate": 3, "bad_signature": 2, "order_not_found": 1, "applied": 2} {
+			for range n {
+				e.metrics.Notified(model.ProviderAlipay, outcome, metrics.AnswerSuccess, time.Millisecond)
+			}
+		}
 
 		page := e.signedIn(t, "alice").mustGet(t, "/console/", http.StatusOK)
 		mustContain(t, page.body,

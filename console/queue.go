@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,83 +11,82 @@ import (
 	"paynotify/service"
 )
 
-type refundQueueData struct {
+// queueData is one page of a queue in one state: the refunds, the
+// payments and the outbox pages.
+type queueData[S ~string, R any] struct {
 	page
-	State   model.RefundState
-	States  []model.RefundState
-	Rows    []service.RefundRow
-	Count   model.QueueCount
+	State  S
+	States []S
+	Rows   []R
+	Count  model.QueueCount
+	// Page (from 0) and HasNext page the refund and payment queues.
 	Page    int
 	HasNext bool
+	// After is the sequence number the outbox page starts after, and Next
+	// the next page's (0: none).
+	After, Next int64
+}
+
+// serveQueue serves a queue page in the state ?state= names (states[0]
+// when it names none; then, if firstWithRows, the first tab that has
+// rows, so the page never opens on an empty tab beside a busy one): read
+// fills in the rows, the template tmpl shows them under title and the
+// state's label.
+func serveQueue[S ~string, R any](c *Console, w http.ResponseWriter, r *http.Request, tmpl, title, noun string, firstWithRows bool, states []S,
+	read func(ctx context.Context, state S, d *queueData[S, R]) error) {
+	state, ok := queueState(r, states)
+	if !ok {
+		c.status(w, r, http.StatusBadRequest, "Unknown "+noun+" state.")
+		return
+	}
+	d := queueData[S, R]{State: state, States: states}
+	err := read(r.Context(), state, &d)
+	for _, next := range states[1:] {
+		if !firstWithRows || err != nil || d.Count.Count > 0 || r.URL.Query().Get("state") != "" {
+			break
+		}
+		d = queueData[S, R]{State: next, States: states}
+		err = read(r.Context(), next, &d)
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	d.page = c.page(r, title+label(d.State))
+	c.render(w, r, http.StatusOK, tmpl, d)
+}
+
+// numbered reads a queue paged by ?page=, through list.
+func numbered[S ~string, R any](r *http.Request, list func(context.Context, S, int) ([]R, model.QueueCount, error)) func(context.Context, S, *queueData[S, R]) error {
+	return func(ctx context.Context, state S, d *queueData[S, R]) error {
+		d.Page = pageParam(r, "page")
+		rows, count, err := list(ctx, state, d.Page)
+		d.Rows, d.Count, d.HasNext = rows, count, int64((d.Page+1)*service.QueuePage) < count.Count
+		return err
+	}
 }
 
 // refundQueue lists refunds in one state: failed ones (to retry or
 // resolve) or those still in progress.
 func (c *Console) refundQueue(w http.ResponseWriter, r *http.Request) {
-	states := []model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded}
-	state, ok := queueState(r, states)
-	if !ok {
-		c.status(w, r, http.StatusBadRequest, "Unknown refund state.")
-		return
-	}
-	pageNo := pageParam(r, "page")
-	rows, count, err := c.d.Ops.RefundQueue(r.Context(), state, pageNo)
-	// No tab asked for: open on the first that has rows, so the page
-	// never opens on an empty tab beside a busy one.
-	for _, next := range states[1:] {
-		if err != nil || count.Count > 0 || r.URL.Query().Get("state") != "" {
-			break
-		}
-		state = next
-		rows, count, err = c.d.Ops.RefundQueue(r.Context(), state, pageNo)
-	}
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "refunds", refundQueueData{page: c.page(r, "Refunds "+label(state)), State: state,
-		States: states, Rows: rows, Count: count, Page: pageNo, HasNext: int64((pageNo+1)*service.QueuePage) < count.Count})
-}
-
-type outboxQueueData struct {
-	page
-	State  model.OutboxState
-	States []model.OutboxState
-	Rows   []service.EventRow
-	Count  model.QueueCount
-	After  int64
-	Next   int64
+	serveQueue(c, w, r, "refunds", "Refunds ", "refund", true,
+		[]model.RefundState{model.RefundFailed, model.RefundRefunding, model.RefundRefunded},
+		numbered(r, c.d.Queues.RefundQueue))
 }
 
 // outboxQueue lists outbox rows not yet delivered (or delivered).
 func (c *Console) outboxQueue(w http.ResponseWriter, r *http.Request) {
-	states := []model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent}
-	state, ok := queueState(r, states)
-	if !ok {
-		c.status(w, r, http.StatusBadRequest, "Unknown outbox state.")
-		return
-	}
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	rows, count, err := c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
-	// No tab asked for: open on the first that has rows.
-	for _, next := range states[1:] {
-		if err != nil || count.Count > 0 || r.URL.Query().Get("state") != "" {
-			break
-		}
-		state = next
-		rows, count, err = c.d.Ops.OutboxQueue(r.Context(), state, max(after, 0))
-	}
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	d := outboxQueueData{page: c.page(r, "Outbox "+label(state)), State: state,
-		States: states, Rows: rows, Count: count,
-		After: after}
-	if len(rows) == service.QueuePage {
-		d.Next = rows[len(rows)-1].Seq
-	}
-	c.render(w, r, http.StatusOK, "outbox", d)
+	serveQueue(c, w, r, "outbox", "Outbox ", "outbox", true,
+		[]model.OutboxState{model.OutboxFailed, model.OutboxPending, model.OutboxSent},
+		func(ctx context.Context, state model.OutboxState, d *queueData[model.OutboxState, service.EventRow]) error {
+			d.After, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+			rows, count, err := c.d.Queues.OutboxQueue(ctx, state, max(d.After, 0))
+			d.Rows, d.Count = rows, count
+			if len(rows) == service.QueuePage {
+				d.Next = rows[len(rows)-1].Seq
+			}
+			return err
+		})
 }
 
 type auditData struct {
@@ -105,7 +105,7 @@ func (c *Console) auditLog(w http.ResponseWriter, r *http.Request) {
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
 	// Sign-ins and sign-outs would bury the actions: shown when asked.
 	sessions := r.URL.Query().Get("sessions") == "1"
-	rows, err := c.d.Ops.AuditLog(r.Context(), operator, max(before, 0), sessions)
+	rows, err := c.d.Lookup.AuditLog(r.Context(), operator, max(before, 0), sessions)
 	if err != nil {
 		c.fail(w, r, err)
 		return

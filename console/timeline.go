@@ -37,7 +37,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 	if before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64); err == nil && before > 0 {
 		// The next page of a member's orders.
 		id, _ := strconv.ParseInt(q, 10, 64)
-		orders, err := c.d.Ops.MemberOrders(r.Context(), id, before)
+		orders, err := c.d.Lookup.MemberOrders(r.Context(), id, before)
 		if err != nil {
 			c.fail(w, r, err)
 			return
@@ -47,7 +47,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusOK, "search", d)
 		return
 	}
-	found, err := c.d.Ops.Search(r.Context(), q)
+	found, err := c.d.Lookup.Search(r.Context(), q)
 	switch {
 	case errors.Is(err, model.ErrOrderNotFound):
 		d.NotFound = true
@@ -98,7 +98,7 @@ type moment struct {
 
 // timeline shows everything recorded about an order, in time order.
 func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
-	t, err := c.d.Ops.Timeline(r.Context(), r.PathValue("sn"))
+	t, err := c.d.Lookup.Timeline(r.Context(), r.PathValue("sn"))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -227,7 +227,7 @@ type paymentData struct {
 
 // payment shows a payment that has no order to show it with.
 func (c *Console) payment(w http.ResponseWriter, r *http.Request) {
-	p, audit, err := c.d.Ops.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
+	p, audit, err := c.d.Lookup.Payment(r.Context(), paymentKey(r), r.PathValue("trade_no"))
 	if err != nil {
 		c.fail(w, r, err)
 		return

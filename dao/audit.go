@@ -46,8 +46,8 @@ func (r auditRecord) audit() model.Audit {
 func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	rec := auditRecord{
 		ActionKey: a.Key, Operator: a.Operator, Action: string(a.Action), OrderID: a.OrderID,
-		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: clip(a.Before, 200), AfterState: clip(a.After, 200),
-		Note: clip(a.Note, 500), CreateTime: time.Now().UTC(),
+		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: model.Truncate(a.Before, 200), AfterState: model.Truncate(a.After, 200),
+		Note: model.Truncate(a.Note, 500), CreateTime: time.Now().UTC(),
 	}
 	err := s.db.WithContext(ctx).Create(&rec).Error
 	if isDuplicate(err) {
@@ -116,17 +116,6 @@ func isDuplicate(err error) bool {
 		return se.Code() == 2067 || se.Code() == 1555
 	}
 	return false
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary: a note may be Chinese.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // CanTruncateAudit reports whether this store's database user holds DROP

@@ -2,6 +2,7 @@ package dao
 
 import (
 	"context"
+	"paynotify/model"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -45,7 +46,7 @@ func (s *Store) postpone(ctx context.Context, job string, id int64, key string, 
 	}
 	row := map[string]any{
 		"job": job, "row_id": id, "row_key": key, "failures": n,
-		"next_try_at": now.Add(delay(n)).UTC(), "last_error": clip500(reason), "update_time": now.UTC(),
+		"next_try_at": now.Add(delay(n)).UTC(), "last_error": model.Truncate(reason, 500), "update_time": now.UTC(),
 	}
 	conflict := clause.OnConflict{
 		Columns:   []clause.Column{{Name: "job"}, {Name: "row_id"}, {Name: "row_key"}},

@@ -266,19 +266,8 @@ func (s *Store) OrderSNs(ctx context.Context, ids []int64) (map[int64]string, er
 	return out, mapErr(err)
 }
 
-// ReconRow is a reconciliation item with the bill date of its run and
-// when the item was first found.
-type ReconRow struct {
-	model.ReconItem
-	BillDate   string
-	CreateTime time.Time
-	// PaymentState is the state of the payment the item's trade_no names
-	// in our ledger now ("" when the ledger has none).
-	PaymentState model.PaymentState
-}
-
 // reconRows reads items joined to their run's bill date.
-func (s *Store) reconRows(q *gorm.DB) ([]ReconRow, error) {
+func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	// A named embedded field: GORM cannot set the fields of an anonymous
 	// one of an unexported type.
 	var recs []struct {
@@ -289,9 +278,9 @@ func (s *Store) reconRows(q *gorm.DB) ([]ReconRow, error) {
 	if err := q.Find(&recs).Error; err != nil {
 		return nil, mapErr(err)
 	}
-	out := make([]ReconRow, len(recs))
+	out := make([]model.ReconRow, len(recs))
 	for i, r := range recs {
-		out[i] = ReconRow{ReconItem: r.Item.item(), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
+		out[i] = model.ReconRow{ReconItem: r.Item.item(), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
 		if r.PaymentState != nil {
 			out[i].PaymentState = model.PaymentState(*r.PaymentState)
 		}
@@ -307,7 +296,7 @@ func (s *Store) reconItems(ctx context.Context) *gorm.DB {
 
 // ReconItemsOf lists the reconciliation items about any of these trades
 // or refunds, oldest first.
-func (s *Store) ReconItemsOf(ctx context.Context, tradeNos, outRequestNos []string) ([]ReconRow, error) {
+func (s *Store) ReconItemsOf(ctx context.Context, tradeNos, outRequestNos []string) ([]model.ReconRow, error) {
 	if len(tradeNos) == 0 && len(outRequestNos) == 0 {
 		return nil, nil
 	}
@@ -318,13 +307,13 @@ func (s *Store) ReconItemsOf(ctx context.Context, tradeNos, outRequestNos []stri
 }
 
 // ReconItem reads one reconciliation item with its bill date.
-func (s *Store) ReconItem(ctx context.Context, id int64) (ReconRow, error) {
+func (s *Store) ReconItem(ctx context.Context, id int64) (model.ReconRow, error) {
 	rows, err := s.reconRows(s.reconItems(ctx).Where("i.id = ?", id))
 	if err == nil && len(rows) == 0 {
 		err = fmt.Errorf("%w: %d", model.ErrItemNotFound, id)
 	}
 	if err != nil {
-		return ReconRow{}, err
+		return model.ReconRow{}, err
 	}
 	return rows[0], nil
 }
@@ -333,7 +322,7 @@ func (s *Store) ReconItem(ctx context.Context, id int64) (ReconRow, error) {
 // first, skipping offset: of one outcome if set, and only those needing
 // an operator (unresolved, and not REPAIRED — the repair resolved those)
 // if open.
-func (s *Store) ReconItemPage(ctx context.Context, outcome model.ReconOutcome, open bool, offset, limit int) ([]ReconRow, error) {
+func (s *Store) ReconItemPage(ctx context.Context, outcome model.ReconOutcome, open bool, offset, limit int) ([]model.ReconRow, error) {
 	q := s.reconItems(ctx)
 	if outcome != "" {
 		q = q.Where("i.outcome = ?", outcome)

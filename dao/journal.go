@@ -75,3 +75,26 @@ func (s *Store) JournalTotals(ctx context.Context) ([]model.AccountTotal, error)
 	sort.Slice(out, func(i, j int) bool { return out[i].Account < out[j].Account })
 	return out, nil
 }
+
+// UpdateJournal runs fn in one transaction over the consumer's
+// de-duplication log and the journal: it locks no order. Deadlocks retry
+// as in UpdateOrder.
+func (s *Store) UpdateJournal(ctx context.Context, fn func(ctx context.Context, tx *JournalTx) error) error {
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		return fn(ctx, &JournalTx{s: tx})
+	})
+}
+
+// JournalTx is a transaction over idempotent_log and journal_entry only.
+type JournalTx struct{ s *Store }
+
+// RecordOnce inserts a business key into idempotent_log and reports
+// whether it was new: a second delivery finds the key and does nothing.
+func (tx *JournalTx) RecordOnce(ctx context.Context, businessKey string) (bool, error) {
+	return tx.s.recordOnce(ctx, businessKey)
+}
+
+// InsertJournal writes journal lines.
+func (tx *JournalTx) InsertJournal(ctx context.Context, lines []model.JournalLine) error {
+	return tx.s.insertJournal(ctx, lines)
+}

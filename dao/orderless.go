@@ -151,7 +151,7 @@ func (tx *OrderlessTx) FinishRefund(ctx context.Context, outRequestNo string, to
 	now := time.Now().UTC()
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND trade_no = ? AND order_id IS NULL AND state = ?", outRequestNo, tx.pay.TradeNo, model.RefundRefunding).
-		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": now})
+		Updates(map[string]any{"state": to, "last_error": model.Truncate(lastError, 500), "update_time": now})
 	return tx.s.changed(ctx, res, outRequestNo, model.RefundRefunding, to, "", lastError, now)
 }
 

@@ -158,3 +158,41 @@ func rows(recs []outboxRecord) ([]model.OutboxRow, error) {
 	}
 	return out, nil
 }
+
+// UpdateOutbox runs fn in one transaction over the outbox alone (the
+// relay's claims and marks): it locks no order. Deadlocks retry as in
+// UpdateOrder.
+func (s *Store) UpdateOutbox(ctx context.Context, fn func(ctx context.Context, tx *OutboxTx) error) error {
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		return fn(ctx, &OutboxTx{s: tx})
+	})
+}
+
+// OutboxTx is a transaction over outbox rows only.
+type OutboxTx struct{ s *Store }
+
+// ClaimEvents: see Store.claimEvents.
+func (tx *OutboxTx) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]model.OutboxRow, error) {
+	return tx.s.claimEvents(ctx, now, lease, limit)
+}
+
+// InsertEvents writes events to the outbox.
+func (tx *OutboxTx) InsertEvents(ctx context.Context, events ...model.Event) error {
+	return tx.s.insertEvents(ctx, events...)
+}
+
+// MarkSent records that events were published and acknowledged.
+func (tx *OutboxTx) MarkSent(ctx context.Context, seqs []int64, now time.Time) error {
+	return tx.s.markSent(ctx, seqs, now)
+}
+
+// MarkFailed records a failed publication: one more attempt, the next one
+// not before next, and FAILED once attempts reach failAfter.
+func (tx *OutboxTx) MarkFailed(ctx context.Context, seq int64, attempts int, next time.Time, failAfter int, reason string) error {
+	return tx.s.markFailed(ctx, seq, attempts, next, failAfter, reason)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *OutboxTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -223,7 +222,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, owner string, attemp
 	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		res := tx.db.WithContext(ctx).Table(runTable).Where("id = ? AND owner = ? AND state = ?", runID, owner, model.ReconRunning).
 			Updates(map[string]any{
-				"state": r.State, "error": clip500(r.Error), "finished_at": now, "lease_until": now, "update_time": now,
+				"state": r.State, "error": model.Truncate(r.Error, 500), "finished_at": now, "lease_until": now, "update_time": now,
 				"bill_payments": r.Bill.Payments, "bill_payment_amount": r.Bill.PaymentReceived.StringFixed(2),
 				"bill_refunds": r.Bill.Refunds, "bill_refund_amount": r.Bill.RefundReceived.StringFixed(2),
 				"bill_fees":       r.Bill.Fees.StringFixed(2),
@@ -237,7 +236,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, owner string, attemp
 			return fmt.Errorf("%w: run %d", model.ErrRunLost, runID)
 		}
 		if err := tx.db.WithContext(ctx).Table(reconAttemptTable).Where("run_id = ? AND attempt_no = ?", runID, attemptNo).
-			Updates(map[string]any{"state": r.State, "error": clip500(r.Error), "items": r.Items, "repaired": r.Repaired, "finished_at": now}).Error; err != nil {
+			Updates(map[string]any{"state": r.State, "error": model.Truncate(r.Error, 500), "items": r.Items, "repaired": r.Repaired, "finished_at": now}).Error; err != nil {
 			return mapErr(err)
 		}
 		if r.State != model.ReconDone {
@@ -262,7 +261,7 @@ func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
 		recs[i] = itemRecord{
 			RunID: it.RunID, AttemptNo: it.AttemptNo, Outcome: string(it.Outcome), Ref: it.Ref, TradeNo: it.TradeNo,
 			OutTradeNo: it.OutTradeNo, OutRequestNo: it.OutRequestNo, BillAmount: it.BillAmount, LedgerAmount: it.LedgerAmount,
-			Detail: clip500(it.Detail), ResolvedAt: it.ResolvedAt, ResolvedBy: it.ResolvedBy, Note: it.Note,
+			Detail: model.Truncate(it.Detail, 500), ResolvedAt: it.ResolvedAt, ResolvedBy: it.ResolvedBy, Note: it.Note,
 			CreateTime: now, UpdateTime: now,
 		}
 	}
@@ -271,197 +270,6 @@ func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
 		DoUpdates: clause.AssignmentColumns([]string{"attempt_no", "trade_no", "out_trade_no", "out_request_no",
 			"bill_amount", "ledger_amount", "detail", "update_time"}),
 	}).CreateInBatches(&recs, 200).Error)
-}
-
-// RecordSeen records bill lines matched to the ledger, in one transaction
-// with the event that books their fees: only lines not recorded before are
-// recorded, and newEvent (if it returns an event) is given just those.
-// The first try assumes every line is new (one INSERT, the common case of
-// a first run); if some were recorded before (a re-run), it rolls back and
-// reads which first. Two runs recording one line at once cannot both
-// record it: the second finds the first's row and rolls back as
-// model.ErrRetryable.
-func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, newEvent func(recorded []model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
-	if len(lines) == 0 {
-		return nil, nil
-	}
-	fresh, err := s.recordSeen(ctx, provider, billDate, lines, false, newEvent)
-	if errors.Is(err, errSeenBefore) {
-		fresh, err = s.recordSeen(ctx, provider, billDate, lines, true, newEvent)
-	}
-	return fresh, err
-}
-
-// errSeenBefore rolls back an optimistic RecordSeen that met lines
-// recorded before.
-var errSeenBefore = errors.New("dao: bill lines recorded before")
-
-// recordSeen is one try of RecordSeen: lookFirst reads which lines are
-// recorded already and leaves them out.
-func (s *Store) recordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, lookFirst bool, newEvent func([]model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
-	var fresh []model.SeenLine
-	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
-		fresh = fresh[:0]
-		type key struct{ kind, ref string }
-		known := map[key]bool{}
-		if lookFirst {
-			var pays, refunds []string
-			for _, l := range lines {
-				if l.Kind == model.BillRefund {
-					refunds = append(refunds, l.Ref)
-				} else {
-					pays = append(pays, l.Ref)
-				}
-			}
-			for kind, refs := range map[model.BillKind][]string{model.BillPayment: pays, model.BillRefund: refunds} {
-				if len(refs) == 0 {
-					continue
-				}
-				var got []string
-				if err := tx.db.WithContext(ctx).Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ?", provider, kind, refs).
-					Pluck("ref", &got).Error; err != nil {
-					return mapErr(err)
-				}
-				for _, r := range got {
-					known[key{string(kind), r}] = true
-				}
-			}
-		}
-		now := time.Now().UTC()
-		var q strings.Builder
-		args := make([]any, 0, len(lines)*8)
-		q.WriteString("INSERT INTO recon_seen (provider, kind, ref, bill_date, trade_no, amount, fee, create_time) VALUES ")
-		for _, l := range lines {
-			k := key{string(l.Kind), l.Ref}
-			if known[k] {
-				continue
-			}
-			known[k] = true // a line twice in one batch is recorded once
-			if len(fresh) > 0 {
-				q.WriteString(",")
-			}
-			fresh = append(fresh, l)
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, provider, string(l.Kind), l.Ref, billDate, l.TradeNo, l.Amount.StringFixed(2), l.Fee.StringFixed(2), now)
-		}
-		if len(fresh) == 0 {
-			return nil
-		}
-		// A row recorded before is kept, not an error; the count tells.
-		if s.driver == DriverMySQL {
-			q.WriteString(" ON DUPLICATE KEY UPDATE ref = ref")
-		} else {
-			q.WriteString(" ON CONFLICT (provider, kind, ref) DO NOTHING")
-		}
-		res := tx.db.WithContext(ctx).Exec(q.String(), args...)
-		if res.Error != nil {
-			return mapErr(res.Error)
-		}
-		if int(res.RowsAffected) != len(fresh) {
-			if !lookFirst {
-				return errSeenBefore
-			}
-			return fmt.Errorf("%w: bill lines recorded meanwhile by another run", errRetryable)
-		}
-		if newEvent == nil {
-			return nil
-		}
-		ev, err := newEvent(fresh)
-		if err != nil || ev == nil {
-			return err
-		}
-		return tx.insertEvents(ctx, *ev)
-	})
-	return fresh, err
-}
-
-// PaymentsByTradeNo reads, without locking, the payments recorded under
-// any of tradeNos.
-func (s *Store) PaymentsByTradeNo(ctx context.Context, provider model.Provider, tradeNos []string) (map[string]model.Payment, error) {
-	out := make(map[string]model.Payment, len(tradeNos))
-	if len(tradeNos) == 0 {
-		return out, nil
-	}
-	var ps []model.Payment
-	err := s.db.WithContext(ctx).Table(paymentTable).Select(paymentColumns).
-		Where("provider = ? AND trade_no IN ?", provider, tradeNos).Find(&ps).Error
-	for _, p := range ps {
-		out[p.TradeNo] = p
-	}
-	return out, mapErr(err)
-}
-
-// RefundsByRequestNo reads, without locking, the refunds recorded under
-// any of outRequestNos.
-func (s *Store) RefundsByRequestNo(ctx context.Context, outRequestNos []string) (map[string]model.Refund, error) {
-	out := make(map[string]model.Refund, len(outRequestNos))
-	if len(outRequestNos) == 0 {
-		return out, nil
-	}
-	var recs []refundRecord
-	err := s.db.WithContext(ctx).Where("out_request_no IN ?", outRequestNos).Find(&recs).Error
-	for _, r := range recs {
-		out[r.OutRequestNo] = r.refund()
-	}
-	return out, mapErr(err)
-}
-
-// UnseenPayments lists up to limit payments of provider paid in [from, to)
-// that no bill line has matched — money our ledger says moved and Alipay's
-// bills do not show — by trade_no, from the first after after ("" for
-// the start): a caller pages through them all.
-func (s *Store) UnseenPayments(ctx context.Context, provider model.Provider, from, to time.Time, after string, limit int) ([]model.Payment, error) {
-	var ps []model.Payment
-	err := s.db.WithContext(ctx).Table(paymentTable+" p").Select(paymentColumns).
-		Where("p.provider = ? AND p.paid_at >= ? AND p.paid_at < ? AND p.trade_no > ?", provider, from.UTC(), to.UTC(), after).
-		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = p.provider AND s.kind = ? AND s.ref = p.trade_no)", model.BillPayment).
-		Order("p.trade_no").Limit(limit).Find(&ps).Error
-	return ps, mapErr(err)
-}
-
-// UnseenRefunds lists up to limit refunds of provider we finished as
-// REFUNDED in [from, to) that no bill line has matched, by out_request_no,
-// from the first after after ("" for the start). Refunds recorded from
-// the bill itself (console refunds) are left out.
-func (s *Store) UnseenRefunds(ctx context.Context, provider model.Provider, from, to time.Time, after string, limit int) ([]model.Refund, error) {
-	var recs []refundRecord
-	err := s.db.WithContext(ctx).Table(refundTable+" r").
-		Where("r.provider = ? AND r.state = ? AND r.kind <> ? AND r.update_time >= ? AND r.update_time < ? AND r.out_request_no > ?",
-			provider, model.RefundRefunded, model.RefundConsole, from.UTC(), to.UTC(), after).
-		Where("NOT EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = r.provider AND s.kind = ? AND s.ref = r.out_request_no)", model.BillRefund).
-		Order("r.out_request_no").Limit(limit).Find(&recs).Error
-	out := make([]model.Refund, len(recs))
-	for i, r := range recs {
-		out[i] = r.refund()
-	}
-	return out, mapErr(err)
-}
-
-// LedgerTotals counts and sums provider's payments paid in [from, to) and
-// its refunds finished REFUNDED in it. SQLite keeps money as text, which
-// SUM would read as floats: it sums cents as integers instead.
-func (s *Store) LedgerTotals(ctx context.Context, provider model.Provider, from, to time.Time) (model.LedgerTotals, error) {
-	sum := "COALESCE(SUM(amount), 0)"
-	if s.driver == DriverSQLite {
-		sum = "COALESCE(SUM(CAST(REPLACE(amount, '.', '') AS INTEGER)), 0)"
-	}
-	var t model.LedgerTotals
-	var pays, refunds int64
-	var paySum, refundSum decimal.Decimal
-	row := s.db.WithContext(ctx).Raw("SELECT COUNT(*), "+sum+" FROM oms_order_payment WHERE provider = ? AND paid_at >= ? AND paid_at < ?",
-		provider, from.UTC(), to.UTC()).Row()
-	if err := row.Scan(&pays, &paySum); err != nil {
-		return t, mapErr(err)
-	}
-	row = s.db.WithContext(ctx).Raw("SELECT COUNT(*), "+sum+" FROM oms_refund WHERE provider = ? AND state = ? AND update_time >= ? AND update_time < ?",
-		provider, model.RefundRefunded, from.UTC(), to.UTC()).Row()
-	if err := row.Scan(&refunds, &refundSum); err != nil {
-		return t, mapErr(err)
-	}
-	if s.driver == DriverSQLite {
-		paySum, refundSum = paySum.Shift(-2), refundSum.Shift(-2)
-	}
-	return model.LedgerTotals{Payments: int(pays), PaymentAmount: paySum, Refunds: int(refunds), RefundAmount: refundSum}, nil
 }
 
 // ReconRun reads the run of (provider, billDate) with its item counts.
@@ -563,56 +371,4 @@ func (s *Store) RunDates(ctx context.Context, provider model.Provider, state mod
 	err := s.db.WithContext(ctx).Table(runTable).Where("provider = ? AND state = ? AND bill_date >= ?", provider, state, since).
 		Order("bill_date").Pluck("bill_date", &dates).Error
 	return dates, mapErr(err)
-}
-
-// RecordConsoleRefund records a refund found in Alipay's bill that we
-// never asked for, as REFUNDED (so no worker ever executes it), with its
-// event ev, unless its out_request_no is recorded already — through the
-// entry point of its payment: the order's lock first, or the payment's
-// when it has no order.
-func (s *Store) RecordConsoleRefund(ctx context.Context, f model.Refund, ev model.Event) error {
-	if f.OrderID == 0 {
-		return s.UpdateOrderless(ctx, f.Provider, f.TradeNo, func(ctx context.Context, tx *OrderlessTx, _ model.Payment) error {
-			inserted, err := tx.InsertFinishedRefund(ctx, f)
-			if err != nil || !inserted {
-				return err
-			}
-			return tx.InsertEvents(ctx, ev)
-		})
-	}
-	return s.UpdateOrder(ctx, OrderID(f.OrderID), ForUpdate, func(ctx context.Context, tx *OrderTx, _ model.Order) error {
-		inserted, err := tx.InsertFinishedRefund(ctx, f)
-		if err != nil || !inserted {
-			return err
-		}
-		return tx.InsertEvents(ctx, ev)
-	})
-}
-
-// InsertFinishedRefund records a refund of the order that is already
-// REFUNDED (found in Alipay's bill), unless its out_request_no exists, and
-// reports whether it did.
-func (tx *OrderTx) InsertFinishedRefund(ctx context.Context, f model.Refund) (bool, error) {
-	if err := tx.own(f.OrderID); err != nil {
-		return false, err
-	}
-	if err := tx.step(rankOrderRows); err != nil {
-		return false, err
-	}
-	return tx.s.insertFinishedRefund(ctx, f)
-}
-
-// insertFinishedRefund inserts a refund already REFUNDED, unless its
-// out_request_no exists, and reports whether it did.
-func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) (bool, error) {
-	now := time.Now().UTC()
-	row := map[string]any{
-		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
-		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "amount": f.Amount.StringFixed(2), "reason": f.Reason,
-		"state": model.RefundRefunded, "next_attempt_at": now, "create_time": now, "update_time": now,
-	}
-	if f.OrderID != 0 {
-		row["order_id"] = f.OrderID
-	}
-	return s.insertRefundRow(ctx, f.OutRequestNo, row, reconResolver, "found in Alipay's bill", now)
 }

@@ -20,7 +20,7 @@ WHERE resolved_at IS NULL
   AND run_id IN (SELECT id FROM recon_run WHERE provider = ? AND bill_date >= ? AND bill_date <= ? AND id <> ?)
   AND ((outcome = ? AND EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = ? AND s.kind = ? AND s.ref = recon_item.ref))
     OR (outcome = ? AND EXISTS (SELECT 1 FROM recon_seen s WHERE s.provider = ? AND s.kind = ? AND s.ref = recon_item.ref)))`,
-		now.UTC(), reconResolver, clip500(note), now.UTC(),
+		now.UTC(), reconResolver, model.Truncate(note, 500), now.UTC(),
 		provider, fromDate, toDate, runID,
 		model.ReconMissingAtProvider, provider, model.BillPayment,
 		model.ReconRefundMissingAtProvider, provider, model.BillRefund)

@@ -146,7 +146,7 @@ func (s *Store) finishRefund(ctx context.Context, orderID int64, outRequestNo st
 	now := time.Now().UTC()
 	res := s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND order_id = ? AND state = ?", outRequestNo, orderID, model.RefundRefunding).
-		Updates(map[string]any{"state": to, "last_error": clip500(lastError), "update_time": now})
+		Updates(map[string]any{"state": to, "last_error": model.Truncate(lastError, 500), "update_time": now})
 	return s.changed(ctx, res, outRequestNo, model.RefundRefunding, to, "", lastError, now)
 }
 
@@ -166,7 +166,7 @@ func (s *Store) RetryRefundAt(ctx context.Context, outRequestNo string, at time.
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		res := tx.db.WithContext(ctx).Model(&refundRecord{}).
 			Where("out_request_no = ? AND state = ?", outRequestNo, model.RefundRefunding).
-			Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": clip500(lastError)})
+			Updates(map[string]any{"next_attempt_at": at.UTC(), "last_error": model.Truncate(lastError, 500)})
 		_, err := tx.changed(ctx, res, outRequestNo, model.RefundRefunding, model.RefundRefunding, "", lastError, time.Now())
 		return err
 	})
@@ -194,11 +194,4 @@ func (s *Store) setPaymentState(ctx context.Context, orderID int64, provider mod
 		Where("provider = ? AND trade_no = ? AND order_id = ? AND state = ?", provider, tradeNo, orderID, from).
 		Updates(map[string]any{"state": to, "update_time": time.Now().UTC()})
 	return res.RowsAffected == 1, mapErr(res.Error)
-}
-
-func clip500(s string) string {
-	if len(s) > 500 {
-		return s[:500]
-	}
-	return s
 }

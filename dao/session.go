@@ -58,3 +58,30 @@ func (s *Store) SetSessionZone(ctx context.Context, tokenHash, zone string) erro
 	return mapErr(s.db.WithContext(ctx).Model(&sessionRecord{}).Where("token_hash = ?", tokenHash).
 		Update("time_zone", zone).Error)
 }
+
+// UpdateSession runs fn in one transaction over console sessions and the
+// audit trail: it locks no order. Deadlocks retry as in UpdateOrder.
+func (s *Store) UpdateSession(ctx context.Context, fn func(ctx context.Context, tx *SessionTx) error) error {
+	return s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		return fn(ctx, &SessionTx{s: tx})
+	})
+}
+
+// SessionTx is a transaction over console sessions and admin_audit only.
+type SessionTx struct{ s *Store }
+
+// InsertSession records a signed-in operator's session (by the hash of its
+// token) and drops sessions that have expired.
+func (tx *SessionTx) InsertSession(ctx context.Context, ses model.Session) error {
+	return tx.s.insertSession(ctx, ses)
+}
+
+// DeleteSession ends a session.
+func (tx *SessionTx) DeleteSession(ctx context.Context, tokenHash string) error {
+	return tx.s.deleteSession(ctx, tokenHash)
+}
+
+// InsertAudit records the operator action this transaction does, with it.
+func (tx *SessionTx) InsertAudit(ctx context.Context, a model.Audit) error {
+	return tx.s.insertAudit(ctx, a)
+}

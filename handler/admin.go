@@ -20,8 +20,10 @@ import (
 // transaction, as model.OperatorAdminAPI's (the token's holder; the token
 // is never recorded), like the console's actions.
 type Admin struct {
-	ops     *service.Ops
-	refunds *service.Refunds
+	queues    *service.Queues
+	dashboard *service.Dashboard
+	lookup    *service.Lookup
+	refunds   *service.Refunds
 }
 
 // adminAuth admits requests bearing the ADMIN_TOKEN.
@@ -50,7 +52,7 @@ func (a *Admin) Outbox(c *gin.Context) {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 1000")
 		return
 	}
-	rows, count, err := a.ops.Outbox(c.Request.Context(), state, limit)
+	rows, count, err := a.queues.Outbox(c.Request.Context(), state, limit)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -74,7 +76,7 @@ func (a *Admin) Outbox(c *gin.Context) {
 // JournalTotals handles GET /admin/journal/totals: debits and credits per
 // account, and whether the journal balances.
 func (a *Admin) JournalTotals(c *gin.Context) {
-	totals, err := a.ops.JournalTotals(c.Request.Context())
+	totals, err := a.dashboard.JournalTotals(c.Request.Context())
 	if err != nil {
 		apiError(c, err)
 		return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -38,7 +39,7 @@ type Alipay struct {
 	verifier Verifier
 	payments *service.Payments
 	refunds  *service.Refunds // nil: refunds are not handled here
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	timeout  time.Duration
 }
 
@@ -51,9 +52,7 @@ func (a *Alipay) Notify(c *gin.Context) {
 	if err != nil {
 		outcome, answer = notifyFailure(c, err)
 	}
-	a.metrics.notifications.WithLabelValues(string(model.ProviderAlipay), outcome).Inc()
-	a.metrics.answers[answer].Inc()
-	a.metrics.latency.WithLabelValues(string(model.ProviderAlipay), outcome).Observe(time.Since(start).Seconds())
+	a.metrics.Notified(model.ProviderAlipay, outcome, answer, time.Since(start))
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))
 }
 

@@ -74,11 +74,11 @@ func newEdge(t *testing.T, store *dao.Store, logs io.Writer) http.Handler {
 		Orders:     service.NewOrders(store),
 		JWTSecret:  jwtSecret,
 		AdminToken: payAdminToken,
-		Ops:        service.NewOps(store),
-		Checkout:   service.NewCheckout(store, alipayOnly(client), payments, nil, log),
-		Refunds:    service.NewRefunds(store, alipayOnly(client), log),
-		DB:         store,
-		Registry:   prometheus.NewRegistry(),
+		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
+		Checkout: service.NewCheckout(store, alipayOnly(client), payments, nil, log),
+		Refunds:  service.NewRefunds(store, alipayOnly(client), log),
+		DB:       store,
+		Registry: prometheus.NewRegistry(),
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -36,18 +37,25 @@ type Deps struct {
 	JWTSecret []byte
 	// AdminToken guards /admin; without it the admin views are off.
 	AdminToken string
-	Ops        *service.Ops
+	// Queues, Dashboard and Lookup are what the admin views read; all
+	// three are needed for /admin.
+	Queues    *service.Queues
+	Dashboard *service.Dashboard
+	Lookup    *service.Lookup
 	// Checkout and Refunds talk to Alipay; without them the pay and refund
 	// endpoints are off.
 	Checkout *service.Checkout
 	Refunds  *service.Refunds
 	// Console serves the operator console under /console; nil, it is off.
 	Console http.Handler
-	// Reconciliations, one per configured provider, serve the
+	// BillReconcilers, one per configured provider, serve the
 	// reconciliation views under /admin; empty, they are off.
-	Reconciliations map[model.Provider]*service.Reconciliations
+	BillReconcilers map[model.Provider]*service.BillReconciler
 	DB              Readiness
-	Registry        *prometheus.Registry
+	// Registry is what /metrics serves; Metrics counts into it (nil: New
+	// defines them on Registry).
+	Registry *prometheus.Registry
+	Metrics  *metrics.Metrics
 	// NotifyTimeout bounds the work on one notification, so a database
 	// that stops answering costs Alipay a "failure", never a hang.
 	NotifyTimeout time.Duration
@@ -65,12 +73,15 @@ func New(d Deps) http.Handler {
 	if d.APITimeout <= 0 {
 		d.APITimeout = 10 * time.Second
 	}
-	m := newMetrics(d.Registry)
+	m := d.Metrics
+	if m == nil {
+		m = metrics.New(d.Registry)
+	}
 	r := gin.New()
 	// Path values are matched escaped and handed over unescaped, so an
 	// idempotency key with a "/" (a visible ASCII character) still routes.
 	r.UseRawPath, r.UnescapePathValues = true, true
-	r.Use(requestID(d.Log), m.countRequests(), recovery())
+	r.Use(requestID(d.Log), countRequests(m), recovery())
 
 	if d.Verifier != nil { // nil: Alipay is not configured
 		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
@@ -81,48 +92,8 @@ func New(d Deps) http.Handler {
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 
-	if len(d.JWTSecret) > 0 && d.Orders != nil {
-		o := &Orders{orders: d.Orders}
-		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
-		keys := service.NewIdempotencyKeys(d.JWTSecret)
-		issued := checkIssuedKey(keys)
-		api.POST("/idempotency-keys", (&IdempotencyKeys{keys: keys}).Issue)
-		api.POST("/orders", issued, o.Place)
-		api.GET("/orders/:sn", o.Get)
-		api.POST("/orders/:sn/cancel", o.Cancel)
-		api.GET("/order-requests/:key", o.RequestStatus)
-		if d.Checkout != nil {
-			api.POST("/orders/:sn/pay", issued, (&Pay{checkout: d.Checkout}).Start)
-		}
-	}
-
-	if d.AdminToken != "" && d.Ops != nil {
-		a := &Admin{ops: d.Ops, refunds: d.Refunds}
-		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
-		admin.GET("/outbox", a.Outbox)
-		admin.GET("/journal/totals", a.JournalTotals)
-		admin.GET("/orders/:sn/refunds", a.Refunds)
-		if d.Refunds != nil {
-			admin.POST("/orders/:sn/refunds", a.Refund)
-			// /payments/{trade_no}/refund is Alipay's, as before WeChat
-			// Pay; /payments/{provider}/{trade_no}/refund names the
-			// provider. gin wants one name for the first wildcard of both.
-			admin.POST("/payments/:first/refund", a.RefundUnmatched)
-			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
-		}
-		if len(d.Reconciliations) > 0 {
-			// /reconciliations/{date}… is Alipay's, as before WeChat Pay;
-			// /reconciliations/{provider}/{date}… names the provider.
-			h := &Reconciliations{recons: d.Reconciliations}
-			admin.GET("/reconciliations", h.List)
-			admin.GET("/reconciliations/:first", h.Detail)
-			admin.GET("/reconciliations/:first/:date", h.Detail)
-			admin.POST("/reconciliations/:first/run", h.Run)
-			admin.POST("/reconciliations/:first/:date/run", h.Run)
-			admin.POST("/reconciliations/:first/items/:id/resolve", h.Resolve)
-			admin.POST("/reconciliations/:first/:date/items/:id/resolve", h.Resolve)
-		}
-	}
+	routeAPI(r, d)
+	routeAdmin(r, d)
 
 	r.GET("/openapi.yaml", serveOpenAPI)
 
@@ -141,15 +112,7 @@ func New(d Deps) http.Handler {
 		defer cancel()
 		return d.DB.Ready(ctx)
 	}
-	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "paynotify_ready",
-		Help: "1 when this instance can serve (what /readyz answers 200 for), else 0.",
-	}, func() float64 {
-		if ready(context.Background()) != nil {
-			return 0
-		}
-		return 1
-	}))
+	m.WatchReady(ready)
 	r.GET("/readyz", func(c *gin.Context) {
 		if err := ready(c.Request.Context()); err != nil {
 			logger(c).Warn("not ready", "err", err)
@@ -160,4 +123,55 @@ func New(d Deps) http.Handler {
 	})
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	return r
+}
+
+// routeAPI routes the member-facing order API under /api/v1, when a JWT
+// secret and the orders are given.
+func routeAPI(r *gin.Engine, d Deps) {
+	if len(d.JWTSecret) > 0 && d.Orders != nil {
+		o := &Orders{orders: d.Orders}
+		api := r.Group("/api/v1", deadline(d.APITimeout), memberAuth(d.JWTSecret))
+		keys := service.NewIdempotencyKeys(d.JWTSecret)
+		issued := checkIssuedKey(keys)
+		api.POST("/idempotency-keys", (&IdempotencyKeys{keys: keys}).Issue)
+		api.POST("/orders", issued, o.Place)
+		api.GET("/orders/:sn", o.Get)
+		api.POST("/orders/:sn/cancel", o.Cancel)
+		api.GET("/order-requests/:key", o.RequestStatus)
+		if d.Checkout != nil {
+			api.POST("/orders/:sn/pay", issued, (&Pay{checkout: d.Checkout}).Start)
+		}
+	}
+}
+
+// routeAdmin routes the operators' JSON API under /admin, when an admin
+// token and the views are given.
+func routeAdmin(r *gin.Engine, d Deps) {
+	if d.AdminToken != "" && d.Queues != nil && d.Dashboard != nil && d.Lookup != nil {
+		a := &Admin{queues: d.Queues, dashboard: d.Dashboard, lookup: d.Lookup, refunds: d.Refunds}
+		admin := r.Group("/admin", deadline(d.APITimeout), adminAuth(d.AdminToken))
+		admin.GET("/outbox", a.Outbox)
+		admin.GET("/journal/totals", a.JournalTotals)
+		admin.GET("/orders/:sn/refunds", a.Refunds)
+		if d.Refunds != nil {
+			admin.POST("/orders/:sn/refunds", a.Refund)
+			// /payments/{trade_no}/refund is Alipay's, as before WeChat
+			// Pay; /payments/{provider}/{trade_no}/refund names the
+			// provider. gin wants one name for the first wildcard of both.
+			admin.POST("/payments/:first/refund", a.RefundUnmatched)
+			admin.POST("/payments/:first/:trade_no/refund", a.RefundUnmatched)
+		}
+		if len(d.BillReconcilers) > 0 {
+			// /reconciliations/{date}… is Alipay's, as before WeChat Pay;
+			// /reconciliations/{provider}/{date}… names the provider.
+			h := &Reconciliations{recons: d.BillReconcilers}
+			admin.GET("/reconciliations", h.List)
+			admin.GET("/reconciliations/:first", h.Detail)
+			admin.GET("/reconciliations/:first/:date", h.Detail)
+			admin.POST("/reconciliations/:first/run", h.Run)
+			admin.POST("/reconciliations/:first/:date/run", h.Run)
+			admin.POST("/reconciliations/:first/items/:id/resolve", h.Resolve)
+			admin.POST("/reconciliations/:first/:date/items/:id/resolve", h.Resolve)
+		}
+	}
 }

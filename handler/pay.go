@@ -111,7 +111,7 @@ func (a *Admin) Refunds(c *gin.Context) {
 	if !ok {
 		return
 	}
-	fs, err := a.ops.Refunds(c.Request.Context(), sn)
+	fs, err := a.lookup.Refunds(c.Request.Context(), sn)
 	if err != nil {
 		apiError(c, err)
 		return

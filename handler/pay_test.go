@@ -46,7 +46,7 @@ type cashier struct {
 	routes http.Handler
 	// recon is the reconciliation behind /admin/reconciliations, Alipay's;
 	// wxRecon WeChat Pay's, whose bills are empty.
-	recon, wxRecon *service.Reconciliations
+	recon, wxRecon *service.BillReconciler
 }
 
 // emptyBill is a bill with no lines.
@@ -88,22 +88,22 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := service.NewPayments(store)
 	providers := service.Providers{model.ProviderAlipay: alipay.NewProvider(client, c.url+notifyPath, "")}
-	c.recon = service.NewReconciliations(store, providers[model.ProviderAlipay], payments, log)
-	c.wxRecon = service.NewReconciliations(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
+	c.recon = service.NewBillReconciler(store, providers[model.ProviderAlipay], payments, log)
+	c.wxRecon = service.NewBillReconciler(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
 		return emptyBill{}, nil
 	}), payments, log)
 	c.wxRecon.Provider = model.ProviderWechatpay
 	c.routes = handler.New(handler.Deps{
-		Log:             log,
-		Verifier:        client,
-		Payments:        payments,
-		Orders:          service.NewOrders(store),
-		JWTSecret:       jwtSecret,
-		AdminToken:      payAdminToken,
-		Ops:             service.NewOps(store),
+		Log:        log,
+		Verifier:   client,
+		Payments:   payments,
+		Orders:     service.NewOrders(store),
+		JWTSecret:  jwtSecret,
+		AdminToken: payAdminToken,
+		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
 		Checkout:        service.NewCheckout(store, providers, payments, nil, log),
 		Refunds:         service.NewRefunds(store, providers, log),
-		Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
+		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
 		DB:              store,
 		Registry:        prometheus.NewRegistry(),
 	})

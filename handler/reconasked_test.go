@@ -36,11 +36,11 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 		}
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	recon := service.NewReconciliations(store, bills, service.NewPayments(store), log)
+	recon := service.NewBillReconciler(store, bills, service.NewPayments(store), log)
 	recon.Background = t.Context()
 	srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
-		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Ops: service.NewOps(store),
-		Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderAlipay: recon}, DB: store, APITimeout: 1500 * time.Millisecond,
+		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
+		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: recon}, DB: store, APITimeout: 1500 * time.Millisecond,
 	})))
 	t.Cleanup(srv.Close)
 	do := func(method, path string) (*http.Response, map[string]any) {
@@ -95,13 +95,13 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 func TestReconciliationOfAProviderNotConfigured(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		wx := service.NewReconciliations(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
+		wx := service.NewBillReconciler(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
 			return emptyBill{}, nil
 		}), service.NewPayments(store), log)
 		wx.Provider = model.ProviderWechatpay
 		srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
-			Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Ops: service.NewOps(store),
-			Reconciliations: map[model.Provider]*service.Reconciliations{model.ProviderWechatpay: wx}, DB: store,
+			Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
+			BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderWechatpay: wx}, DB: store,
 		})))
 		t.Cleanup(srv.Close)
 		do := func(method, path string) (int, string) {

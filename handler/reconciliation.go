@@ -17,14 +17,14 @@ import (
 // their items, and an operator's resolution of an item, of each configured
 // provider's bill.
 type Reconciliations struct {
-	recons map[model.Provider]*service.Reconciliations
+	recons map[model.Provider]*service.BillReconciler
 }
 
 // run is the reconciliation and the date a route names:
 // /reconciliations/{date}… is Alipay's (as before WeChat Pay),
 // /reconciliations/{provider}/{date}… the provider's. gin wants one name
 // for the first wildcard of both.
-func (h *Reconciliations) run(c *gin.Context) (*service.Reconciliations, string, error) {
+func (h *Reconciliations) run(c *gin.Context) (*service.BillReconciler, string, error) {
 	first, date := c.Param("first"), c.Param("date")
 	if date == "" {
 		first, date = string(model.ProviderAlipay), first

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"paynotify/model"
+	"paynotify/service"
 )
 
 // RefundUnmatched handles POST /admin/payments/{provider}/{trade_no}/refund
@@ -26,7 +27,7 @@ func (a *Admin) RefundUnmatched(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	writeJSON(c, http.StatusAccepted, newPaymentView(p))
+	writeJSON(c, http.StatusAccepted, service.NewPaymentView(p))
 }
 
 // paymentKey reads a payment's key from a route: {provider}/{trade_no},
@@ -41,23 +42,4 @@ func paymentKey(first, second string) (model.Provider, string, error) {
 		return "", "", fmt.Errorf("%w: no provider %q", model.ErrPaymentNotFound, model.Clip(first))
 	}
 	return p, second, nil
-}
-
-// paymentView is a ledger row as operators read it.
-type paymentView struct {
-	Provider   string `json:"provider"`
-	TradeNo    string `json:"trade_no"`
-	OutTradeNo string `json:"out_trade_no"`
-	Amount     string `json:"amount"`
-	State      string `json:"state"`
-	PaidAt     string `json:"paid_at,omitempty"`
-}
-
-func newPaymentView(p model.Payment) paymentView {
-	v := paymentView{Provider: string(p.Provider), TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
-		Amount: p.Amount.StringFixed(2), State: string(p.State)}
-	if p.PaidAt != nil {
-		v.PaidAt = p.PaidAt.UTC().Format("2006-01-02T15:04:05Z")
-	}
-	return v
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
 )
@@ -27,7 +28,7 @@ type WeChatPayVerifier interface {
 // WeChatPay serves WeChat Pay's notifications.
 type WeChatPay struct {
 	verifier WeChatPayVerifier
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	payments *service.Payments
 	refunds  *service.Refunds // nil: refunds are not handled here
 	timeout  time.Duration
@@ -41,8 +42,7 @@ func (w *WeChatPay) Notify(c *gin.Context) {
 	start := time.Now()
 	outcome, err := w.notify(c)
 	defer func() {
-		w.metrics.notifications.WithLabelValues(string(model.ProviderWechatpay), outcome).Inc()
-		w.metrics.latency.WithLabelValues(string(model.ProviderWechatpay), outcome).Observe(time.Since(start).Seconds())
+		w.metrics.Notified(model.ProviderWechatpay, outcome, "", time.Since(start))
 	}()
 	if err != nil {
 		row, known := lookup(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 )
@@ -101,24 +100,24 @@ func ParseNotification(get func(string) string) (Notification, error) {
 	if id := get("notify_id"); len(id) <= maxNotifyIDLen && visibleASCII(id) {
 		n.NotifyID = id
 	} else if id != "" {
-		n.drop("notify_id %q (%d bytes): not 1 to %d visible ASCII characters", clip(id), len(id), maxNotifyIDLen)
+		n.drop("notify_id %q (%d bytes): not 1 to %d visible ASCII characters", Clip(id), len(id), maxNotifyIDLen)
 	}
 	if !n.TradeStatus.Paid() || n.IsRefund() {
 		if n.OutBizNo != "" && !ValidID(n.OutBizNo) {
 			// It only hurries the refund worker, which confirms by query.
-			n.drop("out_biz_no %q: not an identifier of ours, not looked up", clip(n.OutBizNo))
+			n.drop("out_biz_no %q: not an identifier of ours, not looked up", Clip(n.OutBizNo))
 		}
 		return n, nil
 	}
 	n.OutTradeNo = get("out_trade_no")
 	if !ValidID(n.OutTradeNo) || len(n.OutTradeNo) > maxOutTradeNoLen {
 		return n, fmt.Errorf("%w: out_trade_no %q: want 1 to %d visible ASCII characters without '&' or '='",
-			ErrInvalidNotification, clip(n.OutTradeNo), maxOutTradeNoLen)
+			ErrInvalidNotification, Clip(n.OutTradeNo), maxOutTradeNoLen)
 	}
 	n.TradeNo = get("trade_no")
 	if !ValidID(n.TradeNo) {
 		return n, fmt.Errorf("%w: trade_no %q: want 1 to %d visible ASCII characters without '&' or '='",
-			ErrInvalidNotification, clip(n.TradeNo), maxIDLen)
+			ErrInvalidNotification, Clip(n.TradeNo), maxIDLen)
 	}
 	amount, err := ParseAmount(get("total_amount"))
 	if err != nil {
@@ -129,7 +128,7 @@ func ParseNotification(get func(string) string) (Notification, error) {
 		t, err := time.ParseInLocation(alipayTime, s, Beijing)
 		switch {
 		case err != nil:
-			n.drop("gmt_payment %q: not a time in Alipay's layout %q", clip(s), alipayTime)
+			n.drop("gmt_payment %q: not a time in Alipay's layout %q", Clip(s), alipayTime)
 		case t.Before(earliestPayment) || t.After(time.Now().Add(paymentSkew)):
 			n.drop("gmt_payment %q: no Alipay payment is dated so (want 2004 to a day from now)", s)
 		default:
@@ -149,7 +148,7 @@ func (n *Notification) drop(format string, args ...any) {
 // at most two decimals, never through a float.
 func ParseAmount(s string) (decimal.Decimal, error) {
 	if !isAmount(s) {
-		return decimal.Decimal{}, fmt.Errorf("%q is not an amount with at most 2 decimals", clip(s))
+		return decimal.Decimal{}, fmt.Errorf("%q is not an amount with at most 2 decimals", Clip(s))
 	}
 	d, err := decimal.NewFromString(s)
 	if err != nil {
@@ -163,19 +162,3 @@ func ParseAmount(s string) (decimal.Decimal, error) {
 
 // FormatAlipayTime writes t as Alipay does: Beijing wall time.
 func FormatAlipayTime(t time.Time) string { return t.In(Beijing).Format(alipayTime) }
-
-// Clip keeps an error message (or a log line) short whatever a client
-// sends: at most 80 bytes of s, never a split character.
-func Clip(s string) string { return clip(s) }
-
-// clip keeps error messages (and logs) short whatever a client sends.
-func clip(s string) string {
-	if len(s) <= 80 {
-		return s
-	}
-	cut := 80
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut-- // never split a character
-	}
-	return s[:cut] + "…"
-}

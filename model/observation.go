@@ -43,11 +43,11 @@ func BillRef(date string) string { return "recon-" + date }
 func (o Observation) Check() error {
 	switch {
 	case o.Provider.PayType() == PayTypeNone:
-		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, clip(string(o.Provider)))
+		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, Clip(string(o.Provider)))
 	case !Recordable(o.OutTradeNo, MaxRefLen):
-		return fmt.Errorf("%w: out_trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, clip(o.OutTradeNo), MaxRefLen)
+		return fmt.Errorf("%w: out_trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.OutTradeNo), MaxRefLen)
 	case !Recordable(o.TradeNo, MaxTradeNoLen):
-		return fmt.Errorf("%w: trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, clip(o.TradeNo), MaxTradeNoLen)
+		return fmt.Errorf("%w: trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.TradeNo), MaxTradeNoLen)
 	case !o.Amount.IsPositive() || !o.Amount.Equal(o.Amount.Round(2)):
 		return fmt.Errorf("%w: amount %s", ErrInvalidNotification, o.Amount)
 	}

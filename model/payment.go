@@ -26,7 +26,7 @@ func ParseProvider(s string) (Provider, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: provider %q: want alipay or wechatpay", ErrInvalidRequest, clip(s))
+	return "", fmt.Errorf("%w: provider %q: want alipay or wechatpay", ErrInvalidRequest, Clip(s))
 }
 
 // Name is how an operator reads the provider's name.

@@ -196,3 +196,14 @@ var ErrNotUnmatched = errors.New("payment is not an unmatched payment awaiting r
 // RefundUnmatchedReason is the reason an UNMATCHED payment's refund
 // carries.
 const RefundUnmatchedReason = "UNMATCHED"
+
+// ReconRow is a reconciliation item with the bill date of its run and
+// when the item was first found.
+type ReconRow struct {
+	ReconItem
+	BillDate   string
+	CreateTime time.Time
+	// PaymentState is the state of the payment the item's trade_no names
+	// in our ledger now ("" when the ledger has none).
+	PaymentState PaymentState
+}

@@ -132,33 +132,6 @@ func (r *Refunds) RequestAs(ctx context.Context, act model.Act, sn string, amoun
 	return r.request(ctx, sn, act.Key, amt, act.Note, &act)
 }
 
-// RequeueEvent makes a FAILED outbox row pending again, due at once, with
-// its attempts from zero: for after the broker is fixed, rather than
-// waiting out the row's back-off.
-func (o *Ops) RequeueEvent(ctx context.Context, act model.Act, seq int64) error {
-	if err := checkAct(act, false); err != nil {
-		return err
-	}
-	row, err := o.store.OutboxRow(ctx, seq)
-	if err != nil {
-		return err
-	}
-	return o.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
-		orderID := row.Event.AggregateID
-		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOutboxRequeue, OrderID: &orderID,
-			TargetKind: model.TargetOutbox, TargetID: strconv.FormatInt(seq, 10),
-			Before: fmt.Sprintf("%s after %d attempts: %s", row.State, row.Attempts, row.LastError), After: string(model.OutboxPending),
-			Note: act.Note}); err != nil {
-			return err
-		}
-		moved, err := tx.RequeueEvent(ctx, seq, o.now())
-		if err != nil || !moved {
-			return notActionable(err, "event %d is not FAILED", seq)
-		}
-		return nil
-	})
-}
-
 // notActionable is err, or model.ErrNotActionable with a message when a
 // compare-and-set found the row in another state.
 func notActionable(err error, format string, args ...any) error {
@@ -196,7 +169,7 @@ func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, provider mod
 // ResolveItemAs records that an operator looked at a reconciliation item
 // and why it needs nothing more (the note), once, with its admin_audit row
 // in the same transaction.
-func (r *Reconciliations) ResolveItemAs(ctx context.Context, act model.Act, id int64) (model.ReconItem, error) {
+func (r *BillReconciler) ResolveItemAs(ctx context.Context, act model.Act, id int64) (model.ReconItem, error) {
 	if err := checkAct(act, true); err != nil {
 		return model.ReconItem{}, err
 	}
@@ -212,7 +185,7 @@ func (r *Reconciliations) ResolveItemAs(ctx context.Context, act model.Act, id i
 // transaction, first. An item resolved already is model.ErrNotActionable,
 // or — firstStands — the item as the first resolution left it, with
 // nothing recorded.
-func (r *Reconciliations) resolveItem(ctx context.Context, row dao.ReconRow, act model.Act, by, after string, firstStands bool) (model.ReconItem, error) {
+func (r *BillReconciler) resolveItem(ctx context.Context, row model.ReconRow, act model.Act, by, after string, firstStands bool) (model.ReconItem, error) {
 	// The order the item is about, if any, so its timeline shows the action.
 	var orderID *int64
 	if row.TradeNo != "" {

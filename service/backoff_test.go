@@ -73,7 +73,7 @@ func TestFailingRowsDoNotStarveNewerOnes(t *testing.T) {
 				sns = append(sns, o.OrderSN)
 			}
 			gw := &refusingGateway{Provider: r.providers()[model.ProviderAlipay], refuse: map[string]bool{sns[0]: true, sns[1]: true}}
-			rec := service.NewReconciler(store, service.Providers{model.ProviderAlipay: gw}, r.payments, quietLog)
+			rec := service.NewOpenTrades(store, service.Providers{model.ProviderAlipay: gw}, r.payments, quietLog)
 			rec.Batch = 2
 			rounds := []int{}
 			for range 3 {

@@ -47,7 +47,7 @@ type rig struct {
 	payments  *service.Payments
 	orders    *service.Orders
 	refunds   *service.Refunds
-	recon     *service.Reconciler
+	recon     *service.OpenTrades
 	notifyURL string
 }
 
@@ -86,7 +86,7 @@ func newRig(t *testing.T, store *dao.Store) *rig {
 	r.payments = service.NewPayments(store)
 	r.orders = service.NewOrders(store)
 	r.refunds = service.NewRefunds(store, r.providers(), quietLog)
-	r.recon = service.NewReconciler(store, r.providers(), r.payments, quietLog)
+	r.recon = service.NewOpenTrades(store, r.providers(), r.payments, quietLog)
 	notify := httptest.NewUnstartedServer(handler.New(handler.Deps{
 		Log: quietLog, Verifier: r.gw, Payments: r.payments, Refunds: r.refunds,
 		DB: store, Registry: prometheus.NewRegistry(),

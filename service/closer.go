@@ -35,9 +35,12 @@ func NewCloser(store *dao.Store, log *slog.Logger) *Closer {
 	return &Closer{store: store, log: log, now: time.Now, PayTimeout: 30 * time.Minute, Interval: time.Minute, Batch: 100}
 }
 
+// CloserJob names the closer's job in logs and metrics.
+const CloserJob = "order-closer"
+
 // Job is the closer as a background job.
 func (c *Closer) Job() Job {
-	return Job{Name: "order-closer", Interval: c.Interval, RunOnce: c.RunOnce}
+	return Job{Name: CloserJob, Interval: c.Interval, RunOnce: c.RunOnce}
 }
 
 // RunOnce closes one batch of expired orders and says how many it closed.

@@ -4,13 +4,13 @@ import "time"
 
 // SetClock makes r read time from now: tests run a day's reconciliation
 // "the next morning".
-func (r *Reconciliations) SetClock(now func() time.Time) { r.now = now }
+func (r *BillReconciler) SetClock(now func() time.Time) { r.now = now }
 
 // SetRetentionClock makes r read time from now.
 func SetRetentionClock(r *Retention, now func() time.Time) { r.now = now }
 
 // SetOwner names r's instance, as two processes would be named.
-func (r *Reconciliations) SetOwner(owner string) { r.owner = owner }
+func (r *BillReconciler) SetOwner(owner string) { r.owner = owner }
 
 // Queued is how many notifications wait behind p's transaction in flight.
 func Queued(p *Payments) int {

@@ -16,7 +16,7 @@ import (
 // a row it fails on is given its own back-off (attempts and a next-try
 // time, on the row or in job_backoff) and the round goes on, so rows that
 // keep failing never starve newer ones. Jobs are made by their use case
-// (Closer.Job, Relay.Job, Refunds.Job, Reconciler.QueryJob and CloseJob)
+// (Closer.Job, Relay.Job, Refunds.Job, OpenTrades.QueryJob and CloseJob)
 // and all run by RunJobs.
 type Job struct {
 	// Name names the job in logs and metrics.

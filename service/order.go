@@ -88,41 +88,13 @@ func (o *Orders) Place(ctx context.Context, memberID int64, key string, req mode
 
 // place does the work of a first request, inside its transaction.
 func (o *Orders) place(ctx context.Context, tx *dao.PlaceTx, memberID int64, req model.PlaceOrder) (Placed, error) {
-	ids := make([]int64, len(req.Items))
-	for i, it := range req.Items {
-		ids[i] = it.SKUID
-	}
-	skus, err := tx.SKUsForUpdate(ctx, ids) // ascending id: the stock lock order
+	items, err := lockItems(ctx, tx, req.Items)
 	if err != nil {
 		return Placed{}, err
 	}
-	byID := make(map[int64]model.SKU, len(skus))
-	for _, s := range skus {
-		byID[s.ID] = s
-	}
-	items := make([]model.OrderItem, len(req.Items))
-	for i, it := range req.Items {
-		sku, ok := byID[it.SKUID]
-		if !ok {
-			return Placed{}, fmt.Errorf("%w: sku %d", model.ErrSKUNotFound, it.SKUID)
-		}
-		if sku.Available() < it.Quantity {
-			return Placed{}, fmt.Errorf("%w: sku %d has %d available, %d ordered", model.ErrOutOfStock, it.SKUID, max(sku.Available(), 0), it.Quantity)
-		}
-		items[i] = model.OrderItem{SKUID: it.SKUID, Quantity: it.Quantity, Price: sku.Price}
-	}
-
-	coupon := decimal.Zero
-	var couponID *int64
-	if req.CouponID != 0 {
-		c, err := tx.CouponForUpdate(ctx, req.CouponID)
-		if err != nil {
-			return Placed{}, err
-		}
-		if c.MemberID != memberID || c.UseStatus != model.CouponUnused {
-			return Placed{}, fmt.Errorf("%w: coupon %d", model.ErrCouponUnusable, req.CouponID)
-		}
-		coupon, couponID = c.Amount, &c.ID
+	coupon, couponID, err := lockCoupon(ctx, tx, memberID, req.CouponID)
+	if err != nil {
+		return Placed{}, err
 	}
 	price := model.PriceOrder(items, coupon, req.UseIntegration)
 
@@ -136,34 +108,8 @@ func (o *Orders) place(ctx context.Context, tx *dao.PlaceTx, memberID int64, req
 	if order.ID, err = tx.InsertOrder(ctx, order); err != nil {
 		return Placed{}, err
 	}
-	for _, it := range items {
-		// Compare-and-set even though the rows are locked and checked: the
-		// statement, not our arithmetic, is what cannot oversell.
-		ok, err := tx.ReserveStock(ctx, it.SKUID, it.Quantity)
-		if err != nil {
-			return Placed{}, err
-		}
-		if !ok {
-			return Placed{}, fmt.Errorf("%w: sku %d", model.ErrOutOfStock, it.SKUID)
-		}
-	}
-	if couponID != nil {
-		ok, err := tx.UseCoupon(ctx, *couponID, order.ID)
-		if err != nil {
-			return Placed{}, err
-		}
-		if !ok {
-			return Placed{}, fmt.Errorf("%w: coupon %d", model.ErrCouponUnusable, *couponID)
-		}
-	}
-	if price.Integration > 0 {
-		ok, err := tx.SpendPoints(ctx, price.Integration)
-		if err != nil {
-			return Placed{}, err
-		}
-		if !ok {
-			return Placed{}, fmt.Errorf("%w: %d needed", model.ErrInsufficientPoints, price.Integration)
-		}
+	if err := spend(ctx, tx, order.ID, items, couponID, price.Integration); err != nil {
+		return Placed{}, err
 	}
 	if err := tx.InsertItems(ctx, order.ID, order.OrderSN, items); err != nil {
 		return Placed{}, err
@@ -184,6 +130,85 @@ func (o *Orders) place(ctx context.Context, tx *dao.PlaceTx, memberID int64, req
 		return Placed{}, err
 	}
 	return Placed{Status: http.StatusCreated, Body: body}, nil
+}
+
+// lockItems locks the ordered SKUs (in ascending id: the stock lock
+// order) and prices the items, refusing a SKU unknown or short of stock.
+func lockItems(ctx context.Context, tx *dao.PlaceTx, ordered []model.ItemRequest) ([]model.OrderItem, error) {
+	ids := make([]int64, len(ordered))
+	for i, it := range ordered {
+		ids[i] = it.SKUID
+	}
+	skus, err := tx.SKUsForUpdate(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]model.SKU, len(skus))
+	for _, s := range skus {
+		byID[s.ID] = s
+	}
+	items := make([]model.OrderItem, len(ordered))
+	for i, it := range ordered {
+		sku, ok := byID[it.SKUID]
+		if !ok {
+			return nil, fmt.Errorf("%w: sku %d", model.ErrSKUNotFound, it.SKUID)
+		}
+		if sku.Available() < it.Quantity {
+			return nil, fmt.Errorf("%w: sku %d has %d available, %d ordered", model.ErrOutOfStock, it.SKUID, max(sku.Available(), 0), it.Quantity)
+		}
+		items[i] = model.OrderItem{SKUID: it.SKUID, Quantity: it.Quantity, Price: sku.Price}
+	}
+	return items, nil
+}
+
+// lockCoupon locks the member's coupon id (none: 0) and says what it
+// takes off, refusing one that is another member's or used.
+func lockCoupon(ctx context.Context, tx *dao.PlaceTx, memberID, id int64) (decimal.Decimal, *int64, error) {
+	if id == 0 {
+		return decimal.Zero, nil, nil
+	}
+	c, err := tx.CouponForUpdate(ctx, id)
+	if err != nil {
+		return decimal.Zero, nil, err
+	}
+	if c.MemberID != memberID || c.UseStatus != model.CouponUnused {
+		return decimal.Zero, nil, fmt.Errorf("%w: coupon %d", model.ErrCouponUnusable, id)
+	}
+	return c.Amount, &c.ID, nil
+}
+
+// spend takes what the order uses, each by compare-and-set even though the
+// rows are locked and checked — the statement, not our arithmetic, is what
+// cannot oversell: the items' stock, the coupon (if any) and the points.
+func spend(ctx context.Context, tx *dao.PlaceTx, orderID int64, items []model.OrderItem, couponID *int64, points int) error {
+	for _, it := range items {
+		ok, err := tx.ReserveStock(ctx, it.SKUID, it.Quantity)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: sku %d", model.ErrOutOfStock, it.SKUID)
+		}
+	}
+	if couponID != nil {
+		ok, err := tx.UseCoupon(ctx, *couponID, orderID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: coupon %d", model.ErrCouponUnusable, *couponID)
+		}
+	}
+	if points > 0 {
+		ok, err := tx.SpendPoints(ctx, points)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %d needed", model.ErrInsufficientPoints, points)
+		}
+	}
+	return nil
 }
 
 // replay answers a request whose key is already recorded.

@@ -7,8 +7,19 @@ import (
 	"github.com/shopspring/decimal"
 	"golang.org/x/sync/errgroup"
 
+	"paynotify/dao"
 	"paynotify/model"
 )
+
+// Dashboard is the console's overview and the admin API's journal totals:
+// what came in and went out, and what waits, in counts.
+type Dashboard struct {
+	store *dao.Store
+	now   func() time.Time
+}
+
+// NewDashboard returns the overview over store.
+func NewDashboard(store *dao.Store) *Dashboard { return &Dashboard{store: store, now: time.Now} }
 
 // ChartMinutes is how many minutes the overview's chart covers.
 const ChartMinutes = 120
@@ -18,7 +29,7 @@ const ChartMinutes = 120
 type Overview struct {
 	Today   Window
 	Last24h Window
-	Queues  Queues
+	Queues  QueueCounts
 	// Chart has one bar per minute, oldest first, ending at the current
 	// minute.
 	Chart []ChartBar
@@ -36,8 +47,8 @@ type Window struct {
 	Refunded model.Tally
 }
 
-// Queues is what waits for the workers or for an operator.
-type Queues struct {
+// QueueCounts is what waits for the workers or for an operator.
+type QueueCounts struct {
 	PaymentsRefundPending model.QueueCount
 	RefundsRefunding      model.QueueCount
 	RefundsFailed         model.QueueCount
@@ -62,21 +73,21 @@ type ChartBar struct {
 func (b ChartBar) Total() int { return b.Applied + b.RefundPending + b.Unmatched }
 
 // Overview reads the overview: "today" starts at midnight in zone.
-func (o *Ops) Overview(ctx context.Context, now time.Time, zone *time.Location) (Overview, error) {
+func (d *Dashboard) Overview(ctx context.Context, now time.Time, zone *time.Location) (Overview, error) {
 	var ov Overview
 	local := now.In(zone)
 	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, zone)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { ov.Today, err = o.window(ctx, midnight); return })
-	g.Go(func() (err error) { ov.Last24h, err = o.window(ctx, now.Add(-24*time.Hour)); return })
-	g.Go(func() (err error) { ov.Queues, err = o.queues(ctx); return })
-	g.Go(func() (err error) { ov.Chart, err = o.chart(ctx, now); return })
+	g.Go(func() (err error) { ov.Today, err = d.window(ctx, midnight); return })
+	g.Go(func() (err error) { ov.Last24h, err = d.window(ctx, now.Add(-24*time.Hour)); return })
+	g.Go(func() (err error) { ov.Queues, err = d.queues(ctx); return })
+	g.Go(func() (err error) { ov.Chart, err = d.chart(ctx, now); return })
 	return ov, g.Wait()
 }
 
-func (o *Ops) window(ctx context.Context, since time.Time) (Window, error) {
+func (d *Dashboard) window(ctx context.Context, since time.Time) (Window, error) {
 	w := Window{Since: since.UTC(), MoneyIn: model.Tally{Amount: decimal.Zero}}
-	tallies, err := o.store.PaymentTallies(ctx, since)
+	tallies, err := d.store.PaymentTallies(ctx, since)
 	if err != nil {
 		return w, err
 	}
@@ -91,45 +102,45 @@ func (o *Ops) window(ctx context.Context, since time.Time) (Window, error) {
 			w.RefundPending = w.RefundPending.Add(t.Count, t.Amount)
 		}
 	}
-	w.Refunded, err = o.store.RefundedSince(ctx, since)
+	w.Refunded, err = d.store.RefundedSince(ctx, since)
 	return w, err
 }
 
-func (o *Ops) queues(ctx context.Context) (Queues, error) {
-	var q Queues
+func (d *Dashboard) queues(ctx context.Context) (QueueCounts, error) {
+	var q QueueCounts
 	var err error
-	if q.PaymentsRefundPending, err = o.store.PaymentQueue(ctx, model.PaymentRefundPending); err != nil {
+	if q.PaymentsRefundPending, err = d.store.PaymentQueue(ctx, model.PaymentRefundPending); err != nil {
 		return q, err
 	}
-	if q.RefundsRefunding, err = o.store.RefundQueue(ctx, model.RefundRefunding); err != nil {
+	if q.RefundsRefunding, err = d.store.RefundQueue(ctx, model.RefundRefunding); err != nil {
 		return q, err
 	}
-	if q.RefundsFailed, err = o.store.RefundQueue(ctx, model.RefundFailed); err != nil {
+	if q.RefundsFailed, err = d.store.RefundQueue(ctx, model.RefundFailed); err != nil {
 		return q, err
 	}
-	if q.OutboxPending, err = o.store.OutboxQueue(ctx, model.OutboxPending); err != nil {
+	if q.OutboxPending, err = d.store.OutboxQueue(ctx, model.OutboxPending); err != nil {
 		return q, err
 	}
-	if q.OutboxFailed, err = o.store.OutboxQueue(ctx, model.OutboxFailed); err != nil {
+	if q.OutboxFailed, err = d.store.OutboxQueue(ctx, model.OutboxFailed); err != nil {
 		return q, err
 	}
-	if q.PaymentsUnmatched, err = o.store.PaymentQueue(ctx, model.PaymentUnmatched); err != nil {
+	if q.PaymentsUnmatched, err = d.store.PaymentQueue(ctx, model.PaymentUnmatched); err != nil {
 		return q, err
 	}
-	if q.ReconOpen, err = o.store.ReconQueue(ctx); err != nil {
+	if q.ReconOpen, err = d.store.ReconQueue(ctx); err != nil {
 		return q, err
 	}
-	runs, err := o.store.ReconRuns(ctx, model.ProviderAlipay, 1)
+	runs, err := d.store.ReconRuns(ctx, model.ProviderAlipay, 1)
 	if len(runs) > 0 {
 		q.LastRun = &runs[0]
 	}
 	return q, err
 }
 
-func (o *Ops) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {
+func (d *Dashboard) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {
 	end := now.UTC().Truncate(time.Minute)
 	start := end.Add(-(ChartMinutes - 1) * time.Minute)
-	marks, err := o.store.PaymentMarks(ctx, start)
+	marks, err := d.store.PaymentMarks(ctx, start)
 	if err != nil {
 		return nil, err
 	}
@@ -152,4 +163,9 @@ func (o *Ops) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {
 		}
 	}
 	return bars, nil
+}
+
+// JournalTotals sums the journal per account.
+func (d *Dashboard) JournalTotals(ctx context.Context) ([]model.AccountTotal, error) {
+	return d.store.JournalTotals(ctx)
 }

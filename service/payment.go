@@ -137,28 +137,8 @@ func (p *Payments) observeOne(ctx context.Context, n model.Observation) (model.P
 				return err
 			}
 		}
-		if pay.State != model.PaymentApplied {
-			outcome = model.OutcomeRefundPending
-			ev, err := paymentEvent(model.EventRefundPending, pay, order.OrderSN, p.now())
-			if err != nil {
-				return err
-			}
-			return tx.InsertEvents(ctx, ev)
-		}
-		outcome = model.OutcomeApplied
-		if err := tx.MarkOrderPaid(ctx, pay.Provider.PayType(), *pay.PaidAt); err != nil {
-			return err
-		}
-		// Only the 0→1 compare-and-set gets here: the reservation is sold
-		// and the payment announced exactly once.
-		if err := tx.SellReservation(ctx); err != nil {
-			return err
-		}
-		ev, err := paymentEvent(model.EventOrderPaid, pay, order.OrderSN, p.now())
-		if err != nil {
-			return err
-		}
-		return tx.InsertEvents(ctx, ev)
+		outcome, err = p.settle(ctx, tx, order, pay)
+		return err
 	})
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return p.unmatched(ctx, n)
@@ -167,6 +147,32 @@ func (p *Payments) observeOne(ctx context.Context, n model.Observation) (model.P
 		return model.Payment{}, "", err
 	}
 	return pay, outcome, nil
+}
+
+// settle records what pay, just inserted under the order's lock, does to
+// the order: applied (the order paid, its reservation sold, order.paid
+// announced) or owed back (payment.refund_pending announced).
+func (p *Payments) settle(ctx context.Context, tx *dao.OrderTx, order model.Order, pay model.Payment) (model.Outcome, error) {
+	if pay.State != model.PaymentApplied {
+		ev, err := paymentEvent(model.EventRefundPending, pay, order.OrderSN, p.now())
+		if err != nil {
+			return model.OutcomeRefundPending, err
+		}
+		return model.OutcomeRefundPending, tx.InsertEvents(ctx, ev)
+	}
+	if err := tx.MarkOrderPaid(ctx, pay.Provider.PayType(), *pay.PaidAt); err != nil {
+		return model.OutcomeApplied, err
+	}
+	// Only the 0→1 compare-and-set gets here: the reservation is sold
+	// and the payment announced exactly once.
+	if err := tx.SellReservation(ctx); err != nil {
+		return model.OutcomeApplied, err
+	}
+	ev, err := paymentEvent(model.EventOrderPaid, pay, order.OrderSN, p.now())
+	if err != nil {
+		return model.OutcomeApplied, err
+	}
+	return model.OutcomeApplied, tx.InsertEvents(ctx, ev)
 }
 
 // unmatched records a paid trade whose out_trade_no resolves to no order:

@@ -3,10 +3,24 @@ package service
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"paynotify/dao"
 	"paynotify/model"
 )
+
+// Queues is what waits for a worker or an operator, page by page — the
+// refunds, outbox events, payments and reconciliation items of one state —
+// and the one action on a queue row that is not a refund's (requeueing an
+// event).
+type Queues struct {
+	store *dao.Store
+	now   func() time.Time
+}
+
+// NewQueues returns the work queues over store.
+func NewQueues(store *dao.Store) *Queues { return &Queues{store: store, now: time.Now} }
 
 // QueuePage is how many rows a queue page lists.
 const QueuePage = 50
@@ -26,58 +40,22 @@ type EventRow struct {
 // RefundQueue lists one page (from 0) of the refunds in a state, the
 // longest unchanged first (REFUND_FAILED: those not resolved), and counts
 // them all.
-func (o *Ops) RefundQueue(ctx context.Context, state model.RefundState, page int) ([]RefundRow, model.QueueCount, error) {
-	count, err := o.store.RefundQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	refunds, err := o.store.RefundPage(ctx, state, page*QueuePage, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, o.store, refunds, func(f model.Refund) int64 { return f.OrderID },
+func (q *Queues) RefundQueue(ctx context.Context, state model.RefundState, page int) ([]RefundRow, model.QueueCount, error) {
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.RefundQueue(ctx, state) },
+		func() ([]model.Refund, error) { return q.store.RefundPage(ctx, state, page*QueuePage, QueuePage) },
+		func(f model.Refund) int64 { return f.OrderID },
 		func(f model.Refund, sn string) RefundRow { return RefundRow{Refund: f, OrderSN: sn} })
-	return out, count, err
 }
 
 // OutboxQueue lists the outbox rows in a state after a sequence number,
 // oldest first, one page, and counts them all.
-func (o *Ops) OutboxQueue(ctx context.Context, state model.OutboxState, after int64) ([]EventRow, model.QueueCount, error) {
-	count, err := o.store.OutboxQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	rows, err := o.store.OutboxPage(ctx, state, after, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, o.store, rows, func(r model.OutboxRow) int64 { return r.Event.AggregateID },
+func (q *Queues) OutboxQueue(ctx context.Context, state model.OutboxState, after int64) ([]EventRow, model.QueueCount, error) {
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.OutboxQueue(ctx, state) },
+		func() ([]model.OutboxRow, error) { return q.store.OutboxPage(ctx, state, after, QueuePage) },
+		func(r model.OutboxRow) int64 { return r.Event.AggregateID },
 		func(r model.OutboxRow, sn string) EventRow { return EventRow{OutboxRow: r, OrderSN: sn} })
-	return out, count, err
-}
-
-// AuditLog lists one page of operator actions, newest first, with an id
-// below before (0: the newest), by one operator if set.
-func (o *Ops) AuditLog(ctx context.Context, operator string, before int64, sessions bool) ([]model.Audit, error) {
-	return o.store.AuditPage(ctx, operator, before, QueuePage, sessions)
-}
-
-// Payment reads one payment by its provider and trade_no, with its order's
-// number and what operators did to it.
-func (o *Ops) Payment(ctx context.Context, provider model.Provider, tradeNo string) (PaymentRow, []model.Audit, error) {
-	if !model.ValidID(tradeNo) {
-		return PaymentRow{}, nil, model.ErrPaymentNotFound
-	}
-	p, err := o.store.Payment(ctx, provider, tradeNo)
-	if err != nil {
-		return PaymentRow{}, nil, err
-	}
-	sns, err := o.store.OrderSNs(ctx, []int64{p.OrderID})
-	if err != nil {
-		return PaymentRow{}, nil, err
-	}
-	audit, err := o.store.AuditByTarget(ctx, model.TargetPayment, tradeNo)
-	return PaymentRow{Payment: p, OrderSN: sns[p.OrderID]}, audit, err
 }
 
 // PaymentRow is a payment as a queue lists it, with its order's number
@@ -89,18 +67,28 @@ type PaymentRow struct {
 
 // PaymentQueue lists one page (from 0) of the payments in a state, oldest
 // first, and counts them all.
-func (o *Ops) PaymentQueue(ctx context.Context, state model.PaymentState, page int) ([]PaymentRow, model.QueueCount, error) {
-	count, err := o.store.PaymentQueue(ctx, state)
-	if err != nil {
-		return nil, count, err
-	}
-	pays, err := o.store.PaymentPage(ctx, state, page*QueuePage, QueuePage)
-	if err != nil {
-		return nil, count, err
-	}
-	out, err := withOrderSNs(ctx, o.store, pays, func(p model.Payment) int64 { return p.OrderID },
+func (q *Queues) PaymentQueue(ctx context.Context, state model.PaymentState, page int) ([]PaymentRow, model.QueueCount, error) {
+	return queuePage(ctx, q.store,
+		func() (model.QueueCount, error) { return q.store.PaymentQueue(ctx, state) },
+		func() ([]model.Payment, error) { return q.store.PaymentPage(ctx, state, page*QueuePage, QueuePage) },
+		func(p model.Payment) int64 { return p.OrderID },
 		func(p model.Payment, sn string) PaymentRow { return PaymentRow{Payment: p, OrderSN: sn} })
-	return out, count, err
+}
+
+// queuePage counts a queue, reads one page of its rows and pairs each
+// with its order's number.
+func queuePage[T, R any](ctx context.Context, store *dao.Store, count func() (model.QueueCount, error), page func() ([]T, error),
+	orderID func(T) int64, pair func(T, string) R) ([]R, model.QueueCount, error) {
+	n, err := count()
+	if err != nil {
+		return nil, n, err
+	}
+	rows, err := page()
+	if err != nil {
+		return nil, n, err
+	}
+	out, err := withOrderSNs(ctx, store, rows, orderID, pair)
+	return out, n, err
 }
 
 // withOrderSNs pairs each of a queue's rows with the number of the order
@@ -121,40 +109,60 @@ func withOrderSNs[T, R any](ctx context.Context, store *dao.Store, rows []T, ord
 	return out, nil
 }
 
-// Refund reads one refund, with its order's number.
-func (o *Ops) Refund(ctx context.Context, outRequestNo string) (RefundRow, error) {
-	if !model.ValidID(outRequestNo) {
-		return RefundRow{}, model.ErrRefundNotFound
-	}
-	f, err := o.store.Refund(ctx, outRequestNo)
-	if err != nil {
-		return RefundRow{}, err
-	}
-	sns, err := o.store.OrderSNs(ctx, []int64{f.OrderID})
-	return RefundRow{Refund: f, OrderSN: sns[f.OrderID]}, err
-}
-
 // ReconQueue lists one page (from 0) of reconciliation items, newest bill
 // date first: of one outcome if set, only those needing an operator if
 // open; and counts them all.
-func (o *Ops) ReconQueue(ctx context.Context, outcome model.ReconOutcome, open bool, page int) ([]dao.ReconRow, int64, error) {
+func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, open bool, page int) ([]model.ReconRow, int64, error) {
 	if outcome != "" && !outcome.Valid() {
 		return nil, 0, fmt.Errorf("%w: outcome %q", model.ErrInvalidRequest, outcome)
 	}
-	n, err := o.store.ReconItemCount(ctx, outcome, open)
+	n, err := q.store.ReconItemCount(ctx, outcome, open)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := o.store.ReconItemPage(ctx, outcome, open, page*QueuePage, QueuePage)
+	rows, err := q.store.ReconItemPage(ctx, outcome, open, page*QueuePage, QueuePage)
 	return rows, n, err
 }
 
 // ReconRuns lists the newest reconciliation runs.
-func (o *Ops) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
-	return o.store.ReconRuns(ctx, model.ProviderAlipay, limit)
+func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
+	return q.store.ReconRuns(ctx, model.ProviderAlipay, limit)
 }
 
-// ReconItem reads one reconciliation item with its bill date.
-func (o *Ops) ReconItem(ctx context.Context, id int64) (dao.ReconRow, error) {
-	return o.store.ReconItem(ctx, id)
+// Outbox lists up to limit events in a state, oldest first, and counts all
+// of them.
+func (q *Queues) Outbox(ctx context.Context, state model.OutboxState, limit int) ([]model.OutboxRow, int64, error) {
+	rows, err := q.store.OutboxRows(ctx, state, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := q.store.OutboxCount(ctx, state)
+	return rows, n, err
+}
+
+// RequeueEvent makes a FAILED outbox row pending again, due at once, with
+// its attempts from zero: for after the broker is fixed, rather than
+// waiting out the row's back-off.
+func (q *Queues) RequeueEvent(ctx context.Context, act model.Act, seq int64) error {
+	if err := checkAct(act, false); err != nil {
+		return err
+	}
+	row, err := q.store.OutboxRow(ctx, seq)
+	if err != nil {
+		return err
+	}
+	return q.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
+		orderID := row.Event.AggregateID
+		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOutboxRequeue, OrderID: &orderID,
+			TargetKind: model.TargetOutbox, TargetID: strconv.FormatInt(seq, 10),
+			Before: fmt.Sprintf("%s after %d attempts: %s", row.State, row.Attempts, row.LastError), After: string(model.OutboxPending),
+			Note: act.Note}); err != nil {
+			return err
+		}
+		moved, err := tx.RequeueEvent(ctx, seq, q.now())
+		if err != nil || !moved {
+			return notActionable(err, "event %d is not FAILED", seq)
+		}
+		return nil
+	})
 }

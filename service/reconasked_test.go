@@ -36,7 +36,7 @@ func TestRunAskedOutlivesItsRequest(t *testing.T) {
 			}
 			return billsOf(r.gw).TradeBill(ctx, day)
 		})
-		rec := service.NewReconciliations(store, bills, r.payments, quietLog)
+		rec := service.NewBillReconciler(store, bills, r.payments, quietLog)
 		rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
 		rec.Background = ctx
 
@@ -94,7 +94,7 @@ func TestRunAskedWhileStopping(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	rec := service.NewReconciliations(store, bills, r.payments, quietLog)
+	rec := service.NewBillReconciler(store, bills, r.payments, quietLog)
 	rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
 	lifetime, stop := context.WithCancel(ctx)
 	rec.Background = lifetime

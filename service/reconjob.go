@@ -24,7 +24,7 @@ var BillPublished = map[model.Provider]time.Duration{model.ProviderWechatpay: 10
 
 // Name names the daily reconciliation job in logs and metrics, by its
 // provider.
-func (r *Reconciliations) Name() string {
+func (r *BillReconciler) Name() string {
 	if r.Provider == model.ProviderAlipay {
 		return "reconciliation" // as it was named before WeChat Pay
 	}
@@ -37,7 +37,7 @@ func (r *Reconciliations) Name() string {
 // dates of the last week whose run failed or was abandoned (its instance
 // died: a RUNNING run whose lease ended). A date another instance holds
 // is left to it. It returns how many runs it finished.
-func (r *Reconciliations) RunOnce(ctx context.Context) (int, error) {
+func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 	now := r.now()
 	today := r.today()
 	runs, err := r.store.ReconRuns(ctx, r.Provider, reconLookback+1)
@@ -86,6 +86,6 @@ func retryable(run model.ReconRun, now time.Time) bool {
 
 // Job is the daily reconciliation as a background job: a round every
 // Interval, which does something only once a day (and for failed dates).
-func (r *Reconciliations) Job() Job {
+func (r *BillReconciler) Job() Job {
 	return Job{Name: r.Name(), Interval: r.Interval, RunOnce: r.RunOnce}
 }

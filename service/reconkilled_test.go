@@ -62,7 +62,7 @@ func TestKilledAttemptAbandoned(t *testing.T) {
 			Amount: decimal.RequireFromString("10.00"), Received: decimal.RequireFromString("10.00"), FinishedAt: paidAt}
 		runCtx, kill := context.WithCancel(context.Background())
 		defer kill()
-		dying := service.NewReconciliations(store, service.BillSourceFunc(func(ctx context.Context, d time.Time) (model.Bill, error) {
+		dying := service.NewBillReconciler(store, service.BillSourceFunc(func(ctx context.Context, d time.Time) (model.Bill, error) {
 			return &killingBill{entry: entry, store: store, kill: kill}, nil
 		}), r.payments, quietLog)
 		now := func() time.Time { return r.clock.Now().Add(24 * time.Hour) }

@@ -77,8 +77,8 @@ func newWechatRig(t *testing.T, store *dao.Store) *wechatRig {
 }
 
 // wechatInstance is another process's reconciliation of WeChat Pay's bill.
-func (r *wechatRig) wechatInstance(owner string) *service.Reconciliations {
-	rec := service.NewReconciliations(r.store, r.provider, r.payments, quietLog)
+func (r *wechatRig) wechatInstance(owner string) *service.BillReconciler {
+	rec := service.NewBillReconciler(r.store, r.provider, r.payments, quietLog)
 	rec.Provider = model.ProviderWechatpay
 	rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
 	rec.SetOwner(owner)
@@ -256,7 +256,7 @@ func TestReconcileWechatPayDailyJob(t *testing.T) {
 		r.wx.AddPaidTrade("WX-DAILY", "4200002026113000000000000701", 600, r.clock.Now())
 		var now time.Time
 		wx, ali := r.wechatInstance("job"), r.instance("job")
-		for _, rec := range []*service.Reconciliations{wx, ali} {
+		for _, rec := range []*service.BillReconciler{wx, ali} {
 			rec.At = 9*time.Hour + 30*time.Minute
 			rec.SetClock(func() time.Time { return now })
 		}
@@ -265,7 +265,7 @@ func TestReconcileWechatPayDailyJob(t *testing.T) {
 		}
 		today, _ := time.ParseInLocation(time.DateOnly, r.day, model.Beijing)
 		today = today.AddDate(0, 0, 1)
-		round := func(rec *service.Reconciliations, at time.Duration, want int) {
+		round := func(rec *service.BillReconciler, at time.Duration, want int) {
 			t.Helper()
 			now = today.Add(at)
 			n, err := rec.RunOnce(ctx)

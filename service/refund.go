@@ -271,30 +271,47 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 			return err // finished by another worker
 		}
 		if f.Kind == model.RefundAuto {
-			pay := model.PaymentRefunded
-			if to == model.RefundFailed {
-				pay = model.PaymentRefundFailed
-			}
+			pay, _ := refundEnd(to)
 			if _, err := tx.SetPaymentState(ctx, f.Provider, f.TradeNo, model.PaymentRefunding, pay); err != nil {
 				return err
 			}
 		}
-		typ := model.EventRefunded
-		if to == model.RefundFailed {
-			typ = model.EventRefundFailed
-		}
-		ev, err := refundEvent(typ, f, order.OrderSN, r.now())
-		if err != nil {
-			return err
-		}
-		if err := tx.InsertEvents(ctx, ev); err != nil {
-			return err
-		}
 		finished = true
-		return nil
+		return r.announceEnd(ctx, tx, f, to, order.OrderSN)
 	})
+	return r.ended(err, finished, f.Provider, to)
+}
+
+// refundEnd is the payment state and the event a refund that ended in to
+// leaves: REFUNDED and payment.refunded, or REFUND_FAILED and its failure.
+func refundEnd(to model.RefundState) (model.PaymentState, model.EventType) {
+	if to == model.RefundFailed {
+		return model.PaymentRefundFailed, model.EventRefundFailed
+	}
+	return model.PaymentRefunded, model.EventRefunded
+}
+
+// eventWriter is a transaction that writes events: dao.OrderTx or
+// dao.OrderlessTx.
+type eventWriter interface {
+	InsertEvents(ctx context.Context, events ...model.Event) error
+}
+
+// announceEnd writes, in tx, the event of f's end in state to.
+func (r *Refunds) announceEnd(ctx context.Context, tx eventWriter, f model.Refund, to model.RefundState, orderSN string) error {
+	_, typ := refundEnd(to)
+	ev, err := refundEvent(typ, f, orderSN, r.now())
+	if err != nil {
+		return err
+	}
+	return tx.InsertEvents(ctx, ev)
+}
+
+// ended tells OnFinished of a refund this call finished (its transaction
+// committed) and returns the transaction's error.
+func (r *Refunds) ended(err error, finished bool, provider model.Provider, to model.RefundState) error {
 	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(f.Provider, to)
+		r.OnFinished(provider, to)
 	}
 	return err
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"paynotify/dao"
 	"paynotify/model"
 )
 
@@ -26,7 +25,7 @@ type Timeline struct {
 	Audit         []model.Audit
 	// Recon is what reconciliation found about the order's payments and
 	// refunds.
-	Recon []dao.ReconRow
+	Recon []model.ReconRow
 	// Refundable is what an operator may still refund of the applied
 	// payment (zero when nothing is), by the admin API's rule.
 	Refundable decimal.Decimal
@@ -49,7 +48,7 @@ const MemberPage = 50
 // Search finds what an operator typed: an order_sn, a trade_no, an
 // out_trade_no, a refund's out_request_no, or a member id (digits that
 // name nothing else). Nothing found is model.ErrOrderNotFound.
-func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
+func (l *Lookup) Search(ctx context.Context, q string) (Found, error) {
 	q = strings.TrimSpace(q)
 	if !model.ValidID(q) {
 		// Identifiers are ASCII: anything else names nothing, and must not
@@ -57,40 +56,40 @@ func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
 		return Found{}, model.ErrOrderNotFound
 	}
 	if len(q) <= 64 {
-		if ord, err := o.store.Order(ctx, q); err == nil {
+		if ord, err := l.store.Order(ctx, q); err == nil {
 			return Found{OrderSN: ord.OrderSN}, nil
 		} else if !errors.Is(err, model.ErrOrderNotFound) {
 			return Found{}, err
 		}
 	}
 	for _, provider := range model.Providers {
-		if p, err := o.store.Payment(ctx, provider, q); err == nil {
-			return o.foundPayment(ctx, p)
+		if p, err := l.store.Payment(ctx, provider, q); err == nil {
+			return l.foundPayment(ctx, p)
 		} else if !errors.Is(err, model.ErrPaymentNotFound) {
 			return Found{}, err
 		}
 	}
 	if len(q) <= 64 {
-		if a, err := o.store.AttemptByOutTradeNo(ctx, q); err == nil {
-			return o.foundOrderID(ctx, a.OrderID)
+		if a, err := l.store.AttemptByOutTradeNo(ctx, q); err == nil {
+			return l.foundOrderID(ctx, a.OrderID)
 		} else if !errors.Is(err, model.ErrAttemptNotFound) {
 			return Found{}, err
 		}
-		if f, err := o.store.Refund(ctx, q); err == nil {
-			return o.foundOrderID(ctx, f.OrderID)
+		if f, err := l.store.Refund(ctx, q); err == nil {
+			return l.foundOrderID(ctx, f.OrderID)
 		} else if !errors.Is(err, model.ErrRefundNotFound) {
 			return Found{}, err
 		}
-		ps, err := o.store.PaymentsByOutTradeNo(ctx, q)
+		ps, err := l.store.PaymentsByOutTradeNo(ctx, q)
 		if err != nil {
 			return Found{}, err
 		}
 		if len(ps) > 0 {
-			return o.foundPayment(ctx, ps[0])
+			return l.foundPayment(ctx, ps[0])
 		}
 	}
 	if id, err := strconv.ParseInt(q, 10, 64); err == nil && id > 0 {
-		orders, err := o.store.OrdersByMember(ctx, id, 0, MemberPage)
+		orders, err := l.store.OrdersByMember(ctx, id, 0, MemberPage)
 		if err != nil {
 			return Found{}, err
 		}
@@ -102,20 +101,20 @@ func (o *Ops) Search(ctx context.Context, q string) (Found, error) {
 }
 
 // MemberOrders lists a member's orders, newest first, below an order id.
-func (o *Ops) MemberOrders(ctx context.Context, memberID, before int64) ([]model.Order, error) {
-	return o.store.OrdersByMember(ctx, memberID, before, MemberPage)
+func (l *Lookup) MemberOrders(ctx context.Context, memberID, before int64) ([]model.Order, error) {
+	return l.store.OrdersByMember(ctx, memberID, before, MemberPage)
 }
 
-func (o *Ops) foundPayment(ctx context.Context, p model.Payment) (Found, error) {
-	f, err := o.foundOrderID(ctx, p.OrderID)
+func (l *Lookup) foundPayment(ctx context.Context, p model.Payment) (Found, error) {
+	f, err := l.foundOrderID(ctx, p.OrderID)
 	if errors.Is(err, model.ErrOrderNotFound) {
 		return Found{Payment: &p}, nil
 	}
 	return f, err
 }
 
-func (o *Ops) foundOrderID(ctx context.Context, id int64) (Found, error) {
-	ord, err := o.store.OrderByID(ctx, id)
+func (l *Lookup) foundOrderID(ctx context.Context, id int64) (Found, error) {
+	ord, err := l.store.OrderByID(ctx, id)
 	if err != nil {
 		return Found{}, err
 	}
@@ -123,32 +122,32 @@ func (o *Ops) foundOrderID(ctx context.Context, id int64) (Found, error) {
 }
 
 // Timeline reads everything recorded about an order.
-func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
+func (l *Lookup) Timeline(ctx context.Context, sn string) (Timeline, error) {
 	var t Timeline
 	if !model.ValidID(sn) {
 		return t, model.ErrOrderNotFound
 	}
 	var err error
-	if t.Order, err = o.store.Order(ctx, sn); err != nil {
+	if t.Order, err = l.store.Order(ctx, sn); err != nil {
 		return t, err
 	}
 	id := t.Order.ID
-	if t.Items, err = o.store.OrderItemsNamed(ctx, id); err != nil {
+	if t.Items, err = l.store.OrderItemsNamed(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Attempts, err = o.store.AttemptsByOrder(ctx, id); err != nil {
+	if t.Attempts, err = l.store.AttemptsByOrder(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Payments, err = o.store.PaymentsByOrder(ctx, id); err != nil {
+	if t.Payments, err = l.store.PaymentsByOrder(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Refunds, err = o.store.RefundsByOrder(ctx, id); err != nil {
+	if t.Refunds, err = l.store.RefundsByOrder(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Events, err = o.store.OutboxByAggregate(ctx, id); err != nil {
+	if t.Events, err = l.store.OutboxByAggregate(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Audit, err = o.store.AuditByOrder(ctx, id); err != nil {
+	if t.Audit, err = l.store.AuditByOrder(ctx, id); err != nil {
 		return t, err
 	}
 	var trades, requests []string
@@ -158,10 +157,10 @@ func (o *Ops) Timeline(ctx context.Context, sn string) (Timeline, error) {
 	for _, f := range t.Refunds {
 		requests = append(requests, f.OutRequestNo)
 	}
-	if t.RefundChanges, err = o.store.RefundChanges(ctx, requests); err != nil {
+	if t.RefundChanges, err = l.store.RefundChanges(ctx, requests); err != nil {
 		return t, err
 	}
-	if t.Recon, err = o.store.ReconItemsOf(ctx, trades, requests); err != nil {
+	if t.Recon, err = l.store.ReconItemsOf(ctx, trades, requests); err != nil {
 		return t, err
 	}
 	if paid, left := refundable(t.Order, t.Payments, t.Refunds); paid != nil {

@@ -169,28 +169,14 @@ func (r *Refunds) finishOrderless(ctx context.Context, f model.Refund, to model.
 		if err != nil || !moved {
 			return err // finished by another worker
 		}
-		pay := model.PaymentRefunded
-		typ := model.EventRefunded
-		if to == model.RefundFailed {
-			pay, typ = model.PaymentRefundFailed, model.EventRefundFailed
-		}
+		pay, _ := refundEnd(to)
 		if _, err := tx.SetPaymentState(ctx, model.PaymentRefunding, pay); err != nil {
 			return err
 		}
-		ev, err := refundEvent(typ, f, "", r.now())
-		if err != nil {
-			return err
-		}
-		if err := tx.InsertEvents(ctx, ev); err != nil {
-			return err
-		}
 		finished = true
-		return nil
+		return r.announceEnd(ctx, tx, f, to, "")
 	})
-	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(f.Provider, to)
-	}
-	return err
+	return r.ended(err, finished, f.Provider, to)
 }
 
 // Unmatched lists up to limit UNMATCHED payments, oldest first: money we

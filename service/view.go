@@ -31,13 +31,26 @@ type ItemView struct {
 	Price    string `json:"price"`
 }
 
-// PaymentView is one movement of money for an order.
+// PaymentView is one movement of money as the APIs show it: each of an
+// order's payments (the member API) and a ledger row (the admin API).
 type PaymentView struct {
-	Provider string `json:"provider"`
-	TradeNo  string `json:"trade_no"`
-	Amount   string `json:"amount"`
-	State    string `json:"state"`
-	Reason   string `json:"reason,omitempty"`
+	Provider   string `json:"provider"`
+	TradeNo    string `json:"trade_no"`
+	OutTradeNo string `json:"out_trade_no"`
+	Amount     string `json:"amount"`
+	State      string `json:"state"`
+	Reason     string `json:"reason,omitempty"`
+	PaidAt     string `json:"paid_at,omitempty"`
+}
+
+// NewPaymentView is p as the APIs show it.
+func NewPaymentView(p model.Payment) PaymentView {
+	v := PaymentView{Provider: string(p.Provider), TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
+		Amount: p.Amount.StringFixed(2), State: string(p.State), Reason: string(p.Reason)}
+	if p.PaidAt != nil {
+		v.PaidAt = p.PaidAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return v
 }
 
 func newOrderView(o model.Order, items []model.OrderItem, pays []model.Payment) OrderView {
@@ -53,10 +66,7 @@ func newOrderView(o model.Order, items []model.OrderItem, pays []model.Payment) 
 		v.Items = append(v.Items, ItemView{SKUID: it.SKUID, Quantity: it.Quantity, Price: it.Price.StringFixed(2)})
 	}
 	for _, p := range pays {
-		v.Payments = append(v.Payments, PaymentView{
-			Provider: string(p.Provider), TradeNo: p.TradeNo, Amount: p.Amount.StringFixed(2),
-			State: string(p.State), Reason: string(p.Reason),
-		})
+		v.Payments = append(v.Payments, NewPaymentView(p))
 	}
 	return v
 }

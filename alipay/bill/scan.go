@@ -3,7 +3,6 @@ package bill
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shopspring/decimal"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"paynotify/model"
@@ -190,235 +188,13 @@ func (s *scanner) frame(text string) error {
 		}
 		s.part = header
 	case s.part == header || s.part == rows:
-		return s.fail("a # line inside the detail: %q", clip(text))
+		return s.fail("a # line inside the detail: %q", model.Clip(text))
 	case s.part == trailer:
 		return s.totals(text)
 	case s.part == preamble && strings.HasPrefix(text, "#起始日期"):
 		return s.readRange(text)
 	}
 	return nil
-}
-
-// readRange reads the preamble's date range.
-func (s *scanner) readRange(text string) error {
-	m := dateRange.FindStringSubmatch(text)
-	if m == nil {
-		return s.fail("unreadable date range %q", clip(text))
-	}
-	from, err1 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[1]), model.Beijing)
-	to, err2 := time.ParseInLocation(rangeTime, strings.TrimSpace(m[2]), model.Beijing)
-	if err1 != nil || err2 != nil || !to.After(from) {
-		return s.fail("unreadable date range %q", clip(text))
-	}
-	s.from, s.to = from, to
-	return nil
-}
-
-// totals reads a #…合计 line of the trailer.
-func (s *scanner) totals(text string) error {
-	if m := paymentTotals.FindStringSubmatch(text); m != nil {
-		if s.seen.payments {
-			return s.fail("a second #交易合计 line")
-		}
-		s.seen.payments = true
-		n, sum, err := s.stat(m)
-		s.stated.Payments, s.stated.PaymentReceived = n, sum
-		return err
-	}
-	if m := refundTotals.FindStringSubmatch(text); m != nil {
-		if s.seen.refunds {
-			return s.fail("a second #退款合计 line")
-		}
-		s.seen.refunds = true
-		n, sum, err := s.stat(m)
-		s.stated.Refunds, s.stated.RefundReceived = n, sum
-		return err
-	}
-	if strings.HasPrefix(text, "#交易合计") || strings.HasPrefix(text, "#退款合计") {
-		return s.fail("unreadable totals %q", clip(text))
-	}
-	return nil
-}
-
-func (s *scanner) stat(m []string) (int, decimal.Decimal, error) {
-	var n int
-	if _, err := fmt.Sscan(m[1], &n); err != nil {
-		return 0, decimal.Decimal{}, s.fail("count %q", m[1])
-	}
-	d, err := decimal.NewFromString(m[2])
-	if err != nil {
-		return 0, decimal.Decimal{}, s.fail("sum %q", m[2])
-	}
-	return n, d, nil
-}
-
-// readHeader finds the columns by name.
-func (s *scanner) readHeader(text string) error {
-	names := splitCells(text)
-	s.cols = make(map[string]int, len(names))
-	for i, n := range names {
-		n = normalizeName(trimCell(n))
-		if _, dup := s.cols[n]; dup && n != "" {
-			return s.fail("column %q twice in the header", n)
-		}
-		s.cols[n] = i
-	}
-	var missing []string
-	for _, c := range required {
-		if _, ok := s.cols[c]; !ok {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		return s.fail("header lacks column(s) %s", strings.Join(missing, ", "))
-	}
-	s.ncols = len(names)
-	s.part = rows
-	return nil
-}
-
-// normalizeName reads half-width parentheses, which some bills use, as the
-// full-width ones of today's header.
-func normalizeName(n string) string {
-	return strings.NewReplacer("(", "（", ")", "）").Replace(n)
-}
-
-// row reads one data row. Commas never occur inside a GBK character (its
-// trail bytes are 0x40 and above), so the raw bytes are split before
-// decoding; only a row with quotes goes through a CSV reader.
-func (s *scanner) row(raw []byte) (model.BillEntry, error) {
-	var cells [][]byte
-	if bytes.IndexByte(raw, '"') >= 0 {
-		r := csv.NewReader(bytes.NewReader(raw))
-		r.LazyQuotes = true
-		rec, err := r.Read()
-		if err != nil {
-			return model.BillEntry{}, s.fail("unreadable row: %v", err)
-		}
-		for _, c := range rec {
-			cells = append(cells, []byte(c))
-		}
-	} else {
-		cells = bytes.Split(raw, []byte(","))
-	}
-	if len(cells) != s.ncols {
-		return model.BillEntry{}, s.fail("%d cells, the header has %d", len(cells), s.ncols)
-	}
-	cell := func(name string) []byte { return bytes.Trim(cells[s.cols[name]], " \t\r") }
-	e := model.BillEntry{Line: s.line}
-
-	switch kind := cell(ColKind); {
-	case bytes.Equal(kind, gbkPayment):
-		e.Kind = model.BillPayment
-	case bytes.Equal(kind, gbkRefund):
-		e.Kind = model.BillRefund
-	default:
-		text, err := s.decode(kind)
-		if err != nil {
-			return e, err
-		}
-		return e, s.fail("%s %q is neither %s nor %s", ColKind, clip(text), kindPayment, kindRefund)
-	}
-	var err error
-	if e.TradeNo, err = s.ident(ColTradeNo, cell(ColTradeNo), true, model.MaxTradeNoLen); err != nil {
-		return e, err
-	}
-	if e.OutTradeNo, err = s.ident(ColOutTradeNo, cell(ColOutTradeNo), true, model.MaxRefLen); err != nil {
-		return e, err
-	}
-	if e.Kind == model.BillRefund {
-		if e.OutRequestNo, err = s.ident(ColOutRequestNo, cell(ColOutRequestNo), false, model.MaxRefLen); err != nil {
-			return e, err
-		}
-		if e.OutRequestNo == "" {
-			// Alipay's rule: a refund asked without out_request_no is
-			// named by the trade's out_trade_no.
-			e.OutRequestNo = e.OutTradeNo
-		}
-	}
-	if e.Amount, err = s.amount(ColAmount, cell(ColAmount), true); err != nil {
-		return e, err
-	}
-	if e.Received, err = s.amount(ColReceived, cell(ColReceived), true); err != nil {
-		return e, err
-	}
-	if e.Fee, err = s.amount(ColFee, cell(ColFee), false); err != nil {
-		return e, err
-	}
-	if neg := e.Kind == model.BillRefund; neg != e.Amount.IsNegative() || (neg && e.Received.IsPositive()) || (!neg && e.Received.IsNegative()) {
-		return e, s.fail("a %s with amounts %s / %s (a payment's are positive, a refund's negative)",
-			e.Kind, e.Amount.StringFixed(2), e.Received.StringFixed(2))
-	}
-	at := cell(ColFinished)
-	t, err := time.ParseInLocation("2006-01-02 15:04:05", string(at), model.Beijing)
-	if err != nil {
-		return e, s.fail("%s %q is not yyyy-MM-dd HH:mm:ss", ColFinished, clip(string(at)))
-	}
-	e.FinishedAt = t.UTC()
-	return e, nil
-}
-
-// ident reads an identifier cell: what the ledger can record
-// (model.Recordable: at most most letters, digits, '-', '_', '.', ':'),
-// checked while Open reads the whole file, so a line the ledger could not
-// take fails the run before anything is repaired.
-func (s *scanner) ident(col string, b []byte, need bool, most int) (string, error) {
-	if len(b) == 0 {
-		if need {
-			return "", s.fail("%s is empty", col)
-		}
-		return "", nil
-	}
-	if !model.Recordable(string(b), most) {
-		return "", s.fail("%s %q is not an identifier of at most %d letters, digits, '-', '_', '.', ':'", col, clip(strings.ToValidUTF8(string(b), "?")), most)
-	}
-	return string(b), nil
-}
-
-// amount reads yuan with at most two decimals; an optional empty cell is 0.
-func (s *scanner) amount(col string, b []byte, need bool) (decimal.Decimal, error) {
-	if len(b) == 0 && !need {
-		return decimal.Zero, nil
-	}
-	if !isAmount(b) {
-		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, clip(string(b)))
-	}
-	d, err := decimal.NewFromString(string(b))
-	if err != nil {
-		return decimal.Decimal{}, s.fail("%s %q is not an amount", col, clip(string(b)))
-	}
-	return d, nil
-}
-
-// isAmount matches -?[0-9]+(\.[0-9]{1,2})? without a regexp, on the hot
-// path of a million rows.
-func isAmount(b []byte) bool {
-	if len(b) > 0 && b[0] == '-' {
-		b = b[1:]
-	}
-	i := 0
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 12 {
-		return false
-	}
-	if i == len(b) {
-		return true
-	}
-	if b[i] != '.' {
-		return false
-	}
-	frac := b[i+1:]
-	if len(frac) < 1 || len(frac) > 2 {
-		return false
-	}
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // finish checks that the file was whole and adds up.
@@ -449,35 +225,4 @@ func (s *scanner) finish() (model.BillTotals, error) {
 			model.ErrBadBill, st.Refunds, st.RefundReceived.StringFixed(2), c.Refunds, c.RefundReceived.StringFixed(2))
 	}
 	return c, nil
-}
-
-// splitCells splits a decoded line, honouring quotes when there are any.
-func splitCells(text string) []string {
-	if strings.Contains(text, `"`) {
-		r := csv.NewReader(strings.NewReader(text))
-		r.LazyQuotes = true
-		if rec, err := r.Read(); err == nil {
-			return rec
-		}
-	}
-	return strings.Split(text, ",")
-}
-
-func trimCell(s string) string { return strings.Trim(s, " \t\r") }
-
-func hasNonASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
-}
-
-// clip keeps messages short whatever a file holds.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }

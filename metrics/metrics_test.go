@@ -1,4 +1,4 @@
-package main
+package metrics_test
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"paynotify/metrics"
 	"paynotify/service"
 )
 
@@ -16,8 +17,9 @@ import (
 // a fallback under its reason, every reason's series there at zero.
 func TestCountGroups(t *testing.T) {
 	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
 	p := service.NewPayments(nil)
-	countGroups(reg, p)
+	p.OnGroup, p.OnFallback = m.GroupApplied, m.GroupFallback
 	p.OnGroup(5)
 	p.OnFallback(service.FallbackLockWait)
 	p.OnFallback(service.FallbackLockWait)

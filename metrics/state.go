@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -7,17 +7,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"paynotify/dao"
 	"paynotify/model"
 	"paynotify/service"
 )
 
-// stateGauges registers the gauges operators are alerted on that are read
+// StateReader reads what the state gauges report (dao.Store does).
+type StateReader interface {
+	OldestPaymentIn(ctx context.Context, state model.PaymentState) (time.Time, bool, error)
+	OldestUnsent(ctx context.Context) (time.Time, bool, error)
+	ReconQueue(ctx context.Context) (model.QueueCount, error)
+	LastReconciled(ctx context.Context, provider model.Provider) (string, bool, error)
+}
+
+// WatchState registers the gauges operators are alerted on that are read
 // from the database at each scrape (deploy/prometheus/alerts.yml): every
 // instance reports the same, and a restart forgets nothing. A gauge whose
 // read fails reports NaN (unknown), which no alert's comparison matches:
 // the instance's readiness alert speaks for it.
-func stateGauges(reg prometheus.Registerer, store *dao.Store) {
+func (m *Metrics) WatchState(store StateReader) {
 	read := func(f func(ctx context.Context) (float64, error)) func() float64 {
 		return func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -36,24 +43,24 @@ func stateGauges(reg prometheus.Registerer, store *dao.Store) {
 		return max(time.Since(t).Seconds(), 0), nil
 	}
 	for _, state := range []model.PaymentState{model.PaymentRefundPending, model.PaymentRefunding} {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "paynotify_payment_oldest_seconds",
 			Help:        "How long the payment longest in a state (REFUND_PENDING, REFUNDING) has been in it; 0 if none is.",
 			ConstLabels: prometheus.Labels{"state": string(state)},
 		}, read(func(ctx context.Context) (float64, error) { return age(store.OldestPaymentIn(ctx, state)) })))
 	}
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "paynotify_outbox_oldest_unsent_seconds",
 		Help: "Age of the oldest outbox row not yet published (PENDING or FAILED); 0 if every row is sent.",
 	}, read(func(ctx context.Context) (float64, error) { return age(store.OldestUnsent(ctx)) })))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "paynotify_reconciliation_unresolved_items",
 		Help: "Reconciliation items an operator has to look at: unresolved, and not repaired.",
 	}, read(func(ctx context.Context) (float64, error) {
 		q, err := store.ReconQueue(ctx)
 		return float64(q.Count), err
 	})))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "paynotify_reconciliation_last_success_date",
 		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing, from the runs; 0 if none was: alert when it is older than two days.",
 	}, read(func(ctx context.Context) (float64, error) {

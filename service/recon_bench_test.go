@@ -59,7 +59,7 @@ func BenchmarkReconcileBigDay(b *testing.B) {
 	debug.FreeOSMemory()
 	procstat.ResetPeakRSS(b)
 
-	rec := service.NewReconciliations(store, fileBills(path), service.NewPayments(store), quietLog)
+	rec := service.NewBillReconciler(store, fileBills(path), service.NewPayments(store), quietLog)
 	rec.SetClock(func() time.Time { return day.AddDate(0, 0, 1).Add(9*time.Hour + 30*time.Minute) })
 	if s := os.Getenv("RECON_BENCH_BATCH"); s != "" {
 		rec.Batch, _ = strconv.Atoi(s)

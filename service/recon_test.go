@@ -53,7 +53,7 @@ type reconRig struct {
 	gw       *alipay.Client
 	payments *service.Payments
 	refunds  *service.Refunds
-	recon    *service.Reconciliations
+	recon    *service.BillReconciler
 	clock    *settable
 }
 
@@ -84,9 +84,9 @@ func newReconRig(t *testing.T, store *dao.Store) *reconRig {
 	return r
 }
 
-// instance is another process's Reconciliations over the same store.
-func (r *reconRig) instance(owner string) *service.Reconciliations {
-	rec := service.NewReconciliations(r.store, billsOf(r.gw), r.payments, quietLog)
+// instance is another process's BillReconciler over the same store.
+func (r *reconRig) instance(owner string) *service.BillReconciler {
+	rec := service.NewBillReconciler(r.store, billsOf(r.gw), r.payments, quietLog)
 	rec.SetClock(func() time.Time { return r.clock.Now().Add(24 * time.Hour) })
 	rec.SetOwner(owner)
 	rec.Batch = 2 // several batches even for a handful of lines
@@ -125,7 +125,7 @@ func (r *reconRig) notify(t *testing.T, outTradeNo, tradeNo, amount string) mode
 	return outcome
 }
 
-func (r *reconRig) run(t *testing.T, rec *service.Reconciliations, date string) model.ReconRun {
+func (r *reconRig) run(t *testing.T, rec *service.BillReconciler, date string) model.ReconRun {
 	t.Helper()
 	run, err := rec.Run(ctx, date)
 	if err != nil {
@@ -418,7 +418,7 @@ func TestReconcileTwoInstances(t *testing.T) {
 			var runs [2]model.ReconRun
 			var errs [2]error
 			startAll(2, func(i int) {
-				runs[i], errs[i] = []*service.Reconciliations{a, b}[i].Run(ctx, date)
+				runs[i], errs[i] = []*service.BillReconciler{a, b}[i].Run(ctx, date)
 			})
 			busy := 0
 			for i, err := range errs {
@@ -463,7 +463,7 @@ func TestReconcileDailyJob(t *testing.T) {
 		r := newReconRig(t, store)
 		r.order(t, "RC-DAILY", "6.00")
 		r.fake.AddPaidTrade("RC-DAILY", "2026113022001400000000000701", dec("6.00"), r.clock.Now())
-		rec := service.NewReconciliations(store, billsOf(r.gw), r.payments, quietLog)
+		rec := service.NewBillReconciler(store, billsOf(r.gw), r.payments, quietLog)
 		var now time.Time
 		rec.SetClock(func() time.Time { return now })
 		round := func(at string, want int) {

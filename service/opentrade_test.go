@@ -328,19 +328,19 @@ func TestCloseAbandoned(t *testing.T) {
 	})
 }
 
-// Two instances (two pools on one database) running the reconciler's jobs
+// Two instances (two pools on one database) running the open-trade jobs
 // at once: each due attempt is queried once and each lost payment applied
 // once; abandoned trades end closed, or paid ones owed back once.
-func TestReconcilersInTwoInstances(t *testing.T) {
+func TestOpenTradesInTwoInstances(t *testing.T) {
 	for _, driver := range daotest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			a, b := openTwice(t, driver)
 			r := newRig(t, a)
 			c := r.checkout(nil)
-			reconcilers := make([]*service.Reconciler, 2)
+			trades := make([]*service.OpenTrades, 2)
 			for i, store := range []*dao.Store{a, b} {
-				reconcilers[i] = service.NewReconciler(store, r.providers(), service.NewPayments(store), quietLog)
-				reconcilers[i].Batch = 4
+				trades[i] = service.NewOpenTrades(store, r.providers(), service.NewPayments(store), quietLog)
+				trades[i].Batch = 4
 			}
 
 			t.Run("QueryDue", func(t *testing.T) {
@@ -357,7 +357,7 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 				errs := make([]error, 2)
 				startAll(2, func(i int) {
 					for {
-						k, err := reconcilers[i].QueryDue(ctx)
+						k, err := trades[i].QueryDue(ctx)
 						paid[i] += k
 						if err != nil || k == 0 {
 							errs[i] = err
@@ -367,7 +367,7 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 				})
 				for i, err := range errs {
 					if err != nil {
-						t.Fatalf("reconciler %d: %v", i, err)
+						t.Fatalf("open trades %d: %v", i, err)
 					}
 				}
 				if got := r.fake.Calls(fakealipay.MethodQuery) - queries; got != n || paid[0]+paid[1] != n {
@@ -397,10 +397,10 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 					}
 				}
 				errs := make([]error, 2)
-				startAll(2, func(i int) { errs[i] = closeAbandonedUntilNone(reconcilers[i], a) })
+				startAll(2, func(i int) { errs[i] = closeAbandonedUntilNone(trades[i], a) })
 				for i, err := range errs {
 					if err != nil {
-						t.Fatalf("reconciler %d: %v", i, err)
+						t.Fatalf("open trades %d: %v", i, err)
 					}
 				}
 				for i, o := range orders {
@@ -425,7 +425,7 @@ func TestReconcilersInTwoInstances(t *testing.T) {
 
 // closeAbandonedUntilNone runs rounds of CloseAbandoned, as RunJobs does, until
 // no closed order has an open attempt, up to a deadline.
-func closeAbandonedUntilNone(rec *service.Reconciler, store *dao.Store) error {
+func closeAbandonedUntilNone(rec *service.OpenTrades, store *dao.Store) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := rec.CloseAbandoned(ctx); err != nil && !errors.Is(err, model.ErrRetryable) {

@@ -1,4 +1,4 @@
-package main
+package dao
 
 import (
 	"fmt"
@@ -16,16 +16,21 @@ import (
 // writes those through the process's slog logger instead, at WARN.
 type driverLog struct{}
 
-// driverLogger is the logger driverLog writes to: the last one newLogger
-// made (one per process outside tests).
+// driverLogger is the logger driverLog writes to: the last one
+// SetDriverLogger was given (one per process outside tests).
 var driverLogger atomic.Pointer[slog.Logger]
 
-func init() {
-	// At init, before any goroutine: SetLogger writes a plain global.
-	if err := mysql.SetLogger(driverLog{}); err != nil {
-		panic(err)
-	}
+// RouteDriverLog sends the MySQL driver's own reports to the logger
+// SetDriverLogger was last given (slog's default until then). Call it once
+// at start, before any goroutine: the driver keeps its logger in a plain
+// global.
+func RouteDriverLog() error {
+	return mysql.SetLogger(driverLog{})
 }
+
+// SetDriverLogger makes log the logger the driver's reports go to, once
+// RouteDriverLog has routed them; safe at any time.
+func SetDriverLogger(log *slog.Logger) { driverLogger.Store(log) }
 
 func (driverLog) Print(v ...any) {
 	log := driverLogger.Load()

@@ -11,7 +11,7 @@ import (
 	"paynotify/model"
 )
 
-// Reconciler finds out what the network lost: it queries open trades
+// OpenTrades finds out what the network lost: it queries open trades
 // whose notification has not come (applying a payment through exactly the
 // same Payments.Observe as a notification), and closes at their provider
 // the open trades of settled orders; each attempt is asked of the provider
@@ -21,7 +21,7 @@ import (
 // closing one trade cost a second call, nothing more. It runs as two jobs
 // (QueryJob, CloseJob); an attempt either fails on is given its own
 // back-off and the round goes on.
-type Reconciler struct {
+type OpenTrades struct {
 	store     *dao.Store
 	providers Providers
 	payments  *Payments
@@ -36,19 +36,19 @@ type Reconciler struct {
 	now   func() time.Time
 }
 
-// NewReconciler returns the query-and-close job.
-func NewReconciler(store *dao.Store, providers Providers, payments *Payments, log *slog.Logger) *Reconciler {
-	return &Reconciler{store: store, providers: providers, payments: payments, log: log, Interval: 30 * time.Second,
+// NewOpenTrades returns the query-and-close job.
+func NewOpenTrades(store *dao.Store, providers Providers, payments *Payments, log *slog.Logger) *OpenTrades {
+	return &OpenTrades{store: store, providers: providers, payments: payments, log: log, Interval: 30 * time.Second,
 		Batch: 20, Lease: 10 * time.Minute, now: time.Now}
 }
 
 // QueryJob is the active query as a background job.
-func (r *Reconciler) QueryJob() Job {
+func (r *OpenTrades) QueryJob() Job {
 	return Job{Name: "active-query", Interval: r.Interval, RunOnce: r.QueryDue}
 }
 
 // CloseJob is the trade close as a background job.
-func (r *Reconciler) CloseJob() Job {
+func (r *OpenTrades) CloseJob() Job {
 	return Job{Name: "trade-close", Interval: r.Interval, RunOnce: r.CloseAbandoned}
 }
 
@@ -69,7 +69,7 @@ func queryBackoff(n int) time.Duration {
 
 // QueryDue queries one batch of open attempts that are due and returns
 // how many it found paid.
-func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
+func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 	claimed, err := r.store.ClaimAttemptsToQuery(ctx, r.now(), expiryGrace, r.Lease, r.Batch)
 	if err != nil {
 		return 0, err
@@ -119,7 +119,7 @@ func (r *Reconciler) QueryDue(ctx context.Context) (int, error) {
 }
 
 // query asks a's provider where its trade stands.
-func (r *Reconciler) query(ctx context.Context, a model.PayAttempt) (model.Trade, error) {
+func (r *OpenTrades) query(ctx context.Context, a model.PayAttempt) (model.Trade, error) {
 	gw, err := r.providers.get(a.Provider)
 	if err != nil {
 		return model.Trade{}, err
@@ -136,7 +136,7 @@ const expiryLag = time.Minute
 // once more at its expiry, however long the back-off has grown; once a
 // trustworthy answer after that says "not paid", Alipay can no longer take
 // payment for it and it is retired (EXPIRED).
-func (r *Reconciler) reschedule(ctx context.Context, a model.PayAttempt, answered bool) error {
+func (r *OpenTrades) reschedule(ctx context.Context, a model.PayAttempt, answered bool) error {
 	next := r.now().Add(queryBackoff(a.Queries + 1))
 	if a.State == model.AttemptClosed && !a.ExpireAt.IsZero() {
 		final := a.ExpireAt.Add(expiryLag)
@@ -158,7 +158,7 @@ func (r *Reconciler) reschedule(ctx context.Context, a model.PayAttempt, answere
 // still queried until its trade expires (see QueryDue). An attempt whose
 // close fails (Alipay refuses it, or does not answer) waits out its own
 // back-off, so a batch of them never holds up newer ones.
-func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
+func (r *OpenTrades) CloseAbandoned(ctx context.Context) (int, error) {
 	now := r.now()
 	attempts, err := r.store.OpenAttemptsOfSettledOrders(ctx, now, r.Batch)
 	if err != nil {
@@ -186,7 +186,7 @@ func (r *Reconciler) CloseAbandoned(ctx context.Context) (int, error) {
 
 // closeAbandoned closes one attempt's trade and reports whether it
 // recorded the close. An error means the attempt is still open.
-func (r *Reconciler) closeAbandoned(ctx context.Context, a model.PayAttempt) (bool, error) {
+func (r *OpenTrades) closeAbandoned(ctx context.Context, a model.PayAttempt) (bool, error) {
 	gw, err := r.providers.get(a.Provider)
 	if err != nil {
 		return false, err

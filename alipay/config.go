@@ -1,0 +1,117 @@
+package alipay
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"paynotify/config"
+)
+
+// FromConfig resolves the Alipay settings of c (values or files) into a
+// client configuration, parsing the keys and certificates itself. It names
+// every missing or malformed variable in one error (a *config.Error, to
+// join with Load's), and refuses any key in devKeys (the development keys
+// from testdata/, which are public).
+func FromConfig(c config.Config, devKeys []string) (Config, error) {
+	var errs []error
+	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
+	ac := Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production, SandboxGateway: c.AlipaySandboxGateway}
+	if c.AppID == "" {
+		missing("ALIPAY_APP_ID")
+	}
+	if c.SellerID == "" {
+		missing("ALIPAY_SELLER_ID")
+	} else if !strings.HasPrefix(c.SellerID, "2088") {
+		errs = append(errs, fmt.Errorf("ALIPAY_SELLER_ID %q: an Alipay seller id starts with 2088", c.SellerID))
+	}
+
+	errs = append(errs, readKeys(c, &ac)...)
+
+	for _, dev := range devKeys {
+		if sameKey(dev, ac.AppPrivateKey) {
+			errs = append(errs, errors.New("ALIPAY_APP_PRIVATE_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+		}
+		if sameKey(dev, ac.AlipayPublicKey) {
+			errs = append(errs, errors.New("ALIPAY_PUBLIC_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+		}
+	}
+	if len(errs) > 0 {
+		return ac, config.Join(errs...)
+	}
+	return ac, nil
+}
+
+// readKeys reads the app's private key and Alipay's public key — or, in
+// certificate mode, the three certificates — into ac, and parses them:
+// a problem for each missing or malformed one.
+func readKeys(c config.Config, ac *Config) []error {
+	var errs []error
+	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
+	var err error
+	if ac.AppPrivateKey, err = config.ValueOrFile("ALIPAY_APP_PRIVATE_KEY", c.AppPrivateKey, c.AppPrivateKeyFile); err != nil {
+		errs = append(errs, err)
+	} else if ac.AppPrivateKey == "" {
+		missing("ALIPAY_APP_PRIVATE_KEY or ALIPAY_APP_PRIVATE_KEY_FILE")
+	} else if err := CheckPrivateKey(ac.AppPrivateKey); err != nil {
+		errs = append(errs, fmt.Errorf("ALIPAY_APP_PRIVATE_KEY: %w", err))
+	}
+
+	certMode := c.AppCertFile != "" || c.AlipayPublicCertFile != "" || c.AlipayRootCertFile != ""
+	if certMode {
+		for _, f := range []struct {
+			name, path string
+			dst        *string
+		}{
+			{"ALIPAY_APP_CERT_FILE", c.AppCertFile, &ac.AppCert},
+			{"ALIPAY_PUBLIC_CERT_FILE", c.AlipayPublicCertFile, &ac.AlipayPublicCert},
+			{"ALIPAY_ROOT_CERT_FILE", c.AlipayRootCertFile, &ac.AlipayRootCert},
+		} {
+			if f.path == "" {
+				missing(f.name + " (certificate mode needs all three certificate files)")
+				continue
+			}
+			b, err := os.ReadFile(f.path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+				continue
+			}
+			*f.dst = string(b)
+		}
+		if ac.AlipayPublicCert != "" {
+			if err := CheckCertificate(ac.AlipayPublicCert); err != nil {
+				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE: %w", err))
+			}
+		}
+	} else {
+		if ac.AlipayPublicKey, err = config.ValueOrFile("ALIPAY_PUBLIC_KEY", c.AlipayPublicKey, c.AlipayPublicKeyFile); err != nil {
+			errs = append(errs, err)
+		} else if ac.AlipayPublicKey == "" {
+			missing("ALIPAY_PUBLIC_KEY or ALIPAY_PUBLIC_KEY_FILE (or the three certificate files)")
+		} else if err := CheckPublicKey(ac.AlipayPublicKey); err != nil {
+			errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_KEY: %w", err))
+		}
+	}
+	return errs
+}
+
+// sameKey compares two keys whatever their armour: PEM or bare base64.
+func sameKey(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return keyBody(a) == keyBody(b)
+}
+
+func keyBody(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "-----") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}

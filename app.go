@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"paynotify/alipay"
+	"paynotify/config"
+	"paynotify/console"
+	"paynotify/dao"
+	"paynotify/handler"
+	"paynotify/lock"
+	"paynotify/metrics"
+	"paynotify/model"
+	"paynotify/service"
+	"paynotify/wechatpay"
+)
+
+// app is what listenAndServe runs.
+type app struct {
+	cfg   config.Config
+	store *dao.Store
+	// alipay is the Alipay client, nil when Alipay is off.
+	alipay *alipay.Client
+	// consume runs the accounting consumer in-process too (dev).
+	consume bool
+	// mounts are extra handlers by path prefix (dev's fake Alipay).
+	mounts map[string]http.Handler
+	// ln, if set, is the listener to serve on (else HTTP_ADDR).
+	ln net.Listener
+	// verifier, if set, checks notifications instead of alipay (dev's
+	// also tells its fake Alipay about each trade).
+	verifier handler.Verifier
+	// dev is paynotify dev: what it says at start fits the development keys.
+	dev bool
+	// manualRefunds leaves payments owed back to an operator (dev
+	// -manual-refunds): the refund worker does not take them.
+	manualRefunds bool
+	// wechatpay, if set, is the WeChat Pay provider: payments through it,
+	// its jobs and POST /wechatpay/notify.
+	wechatpay *wechatpay.Provider
+	// weChatNotice, if set, checks WeChat Pay's notifications instead of
+	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	weChatNotice handler.WeChatPayVerifier
+}
+
+// listenAndServe wires the HTTP surface and the background workers and
+// serves until ctx ends, then lets requests in flight finish.
+func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a app) error {
+	// Metrics
+	reg := metrics.NewRegistry(a.store.SQL())
+	m := metrics.New(reg)
+	m.WatchState(a.store)
+
+	// Use Cases
+	if a.cfg.APIJWTSecret == "" {
+		log.Warn("order API disabled: API_JWT_SECRET is not set")
+	}
+	s := newServices(ctx, log, a, m)
+	defer s.close()
+
+	// HTTP Surface
+	h, err := newRoutes(log, a, s, reg, m)
+	if err != nil {
+		return err
+	}
+
+	// Background Jobs
+	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, s.jobs(log, a)...)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+
+	// Start API Service, and Shutdown
+	return serveHTTP(ctx, log, env, a, h)
+}
+
+// services are the use cases serve wires, over one store.
+type services struct {
+	payments *service.Payments
+	refunds  *service.Refunds
+	// recons reconcile each provider's bill, byProvider the same for the
+	// admin routes; recon is Alipay's (nil without Alipay), the console's.
+	recons     []*service.BillReconciler
+	byProvider map[model.Provider]*service.BillReconciler
+	recon      *service.BillReconciler
+	trades     *service.OpenTrades
+	// checkout is nil when PUBLIC_URL is not set.
+	checkout *service.Checkout
+	locker   *lock.Redis
+}
+
+// newServices makes the use cases of a and hooks their metrics to m.
+func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metrics) *services {
+	cfg, store := a.cfg, a.store
+	s := &services{byProvider: map[model.Provider]*service.BillReconciler{}}
+	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"))
+	s.payments.OnUnmatched = func(p model.Payment) {
+		m.PaymentUnmatched(p)
+		log.Warn("payment for no order recorded UNMATCHED: refund it", "provider", p.Provider, "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,
+			"amount", p.Amount.StringFixed(2))
+	}
+	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
+	// Payment Providers: one adapter per provider configured, by name.
+	providers := service.Providers{}
+	if a.alipay != nil {
+		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+	}
+	if a.wechatpay != nil {
+		providers[model.ProviderWechatpay] = a.wechatpay
+	}
+	s.refunds = service.NewRefunds(store, providers, log)
+	s.refunds.OnFinished = m.RefundFinished
+	m.Providers(providers.Names())
+	s.refunds.LeavePending = a.manualRefunds
+	// One reconciliation per provider: its own runs, its own daily job.
+	for _, p := range providers.Names() {
+		r := service.NewBillReconciler(store, providers[p], s.payments, log)
+		r.Provider = p
+		r.Background = ctx // a run an admin asked for outlives its request, not the service
+		r.OnItem, r.OnFinished = m.Recon(p)
+		s.recons = append(s.recons, r)
+		s.byProvider[p] = r
+		if p == model.ProviderAlipay {
+			s.recon = r
+		}
+	}
+	if cfg.PublicURL == "" {
+		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
+	} else {
+		var l service.Locker
+		if cfg.RedisAddr != "" {
+			s.locker = lock.New(cfg.RedisAddr, log)
+			l = s.locker
+		} else {
+			log.Warn("REDIS_ADDR not set: payment starts are guarded in-process and by the database only")
+		}
+		s.checkout = service.NewCheckout(store, providers, s.payments, l, log)
+		s.checkout.PayTimeout = cfg.OrderPayTimeout
+		s.checkout.OnUnguarded = m.PayStartUnguarded
+	}
+	s.trades = service.NewOpenTrades(store, providers, s.payments, log)
+	// One round asks every provider its rows name: as often as the most
+	// eager provider wants.
+	interval := cfg.AlipayJobsInterval
+	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+		interval = cfg.WeChatPayJobsInterval()
+	}
+	s.trades.Interval, s.refunds.Interval = interval, interval
+	return s
+}
+
+// jobs are the providers' jobs and, unless RECON_AT is off, the daily
+// reconciliation (startWorkers adds the closer and the relay).
+func (s *services) jobs(log *slog.Logger, a app) []service.Job {
+	jobs := []service.Job{s.trades.QueryJob(), s.trades.CloseJob(), s.refunds.Job()}
+	if at, on, _ := a.cfg.ReconTime(); len(s.recons) == 0 {
+		log.Info("no bill to reconcile: no provider is configured")
+	} else if on {
+		for _, r := range s.recons {
+			r.At = at // WeChat Pay's not before its bill is published (service.BillPublished)
+			jobs = append(jobs, r.Job())
+		}
+	} else if a.dev {
+		// paynotify reconcile refuses the development keys, as serve does.
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
+	} else {
+		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
+	}
+	return jobs
+}
+
+// close lets go of what the services hold open (the Redis guard).
+func (s *services) close() {
+	if s.locker != nil {
+		s.locker.Close()
+	}
+}
+
+// newRoutes is the HTTP surface over s: the API, /admin, the console and
+// a's extra mounts.
+func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m *metrics.Metrics) (http.Handler, error) {
+	cfg, store := a.cfg, a.store
+	var verifier handler.Verifier // nil: no /alipay/notify
+	switch {
+	case a.verifier != nil:
+		verifier = a.verifier
+	case a.alipay != nil:
+		verifier = a.alipay
+	}
+	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
+	if a.wechatpay != nil {
+		weChat = a.wechatpay
+		if a.weChatNotice != nil {
+			weChat = a.weChatNotice
+		}
+	}
+	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
+	var cons http.Handler
+	cdeps := console.Deps{
+		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL),
+		Refunds: s.refunds, BillReconciler: s.recon, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
+	}
+	if cdeps.Enabled() {
+		c, err := console.New(cdeps)
+		if err != nil {
+			return nil, err
+		}
+		cons = c
+	} else {
+		log.Warn("console disabled: neither CONSOLE_OPERATORS nor ADMIN_TOKEN is set")
+	}
+	h := handler.New(handler.Deps{
+		Log:             log,
+		Verifier:        verifier,
+		WeChatPay:       weChat,
+		Payments:        s.payments,
+		Orders:          service.NewOrders(store),
+		Checkout:        s.checkout,
+		Refunds:         s.refunds,
+		BillReconcilers: s.byProvider,
+		JWTSecret:       []byte(cfg.APIJWTSecret),
+		AdminToken:      cfg.AdminToken,
+		Dashboard:       dashboard,
+		Queues:          queues,
+		Lookup:          lookup,
+		Console:         cons,
+		DB:              store,
+		Registry:        reg,
+		Metrics:         m,
+		NotifyTimeout:   cfg.NotifyTimeout,
+		APITimeout:      cfg.APITimeout,
+	})
+	if len(a.mounts) > 0 {
+		mux := http.NewServeMux()
+		for prefix, m := range a.mounts {
+			mux.Handle(prefix+"/", http.StripPrefix(prefix, m))
+		}
+		mux.Handle("/", h)
+		h = mux
+	}
+	return h, nil
+}
+
+// serveHTTP serves h on a's listener (or HTTP_ADDR) until ctx ends, then
+// lets requests in flight finish within config.ShutdownGrace.
+func serveHTTP(ctx context.Context, log *slog.Logger, env environment, a app, h http.Handler) error {
+	ln := a.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.HTTPAddr); err != nil {
+			return err
+		}
+	}
+	// Requests end with their own deadline (NOTIFY_TIMEOUT, API_TIMEOUT,
+	// both shorter than the grace); endRequests ends any left a second
+	// before the grace does, so each is still answered within it.
+	reqCtx, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String())
+	if env.listening != nil {
+		env.listening(ln.Addr().String())
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), config.ShutdownGrace)
+	defer cancel()
+	backstop := time.AfterFunc(config.ShutdownGrace-time.Second, endRequests)
+	defer backstop.Stop()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %v: %w", config.ShutdownGrace, err)
+	}
+	log.Info("stopped")
+	return nil
+}

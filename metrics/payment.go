@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+func (m *Metrics) newPayment() {
+	m.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_payments_unmatched_total",
+		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
+	}, []string{"provider"})
+	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paynotify_notify_group_size",
+		Help:    "Notifications applied per group transaction (group apply).",
+		Buckets: []float64{2, 4, 8, 16, 32, 64},
+	})
+	fallbacks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notify_group_fallbacks_total",
+		Help: "Notifications group apply did not apply in a group transaction, by reason: run alone (duplicate_in_group, two_trades_one_order, not_eligible, alone, recorded_meanwhile, lock_wait, error, near_deadline) or answered failure (expired, busy).",
+	}, []string{"reason"})
+	m.refunds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_refunds_total",
+		Help: "Refunds finished, by provider and result: refunded, or failed (refused by the provider, payment REFUND_FAILED: an operator has to look).",
+	}, []string{"provider", "result"})
+	m.unguarded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "paynotify_pay_starts_unguarded_total",
+		Help: "Payment starts that ran without the Redis guard (not configured, or Redis down).",
+	})
+	m.reg.MustRegister(m.unmatched, m.groupSize, fallbacks, m.refunds, m.unguarded)
+	// The notify path only adds to counters resolved here.
+	all := service.Fallbacks()
+	m.groupFallbacks = make([]prometheus.Counter, len(all))
+	for _, f := range all {
+		m.groupFallbacks[f] = fallbacks.WithLabelValues(f.String())
+	}
+}
+
+// Providers gives each configured provider its series from the start
+// (refunds refunded and failed), so an alert on "failed" has a series to
+// watch.
+func (m *Metrics) Providers(providers []model.Provider) {
+	for _, p := range providers {
+		m.refunds.WithLabelValues(string(p), "refunded")
+		m.refunds.WithLabelValues(string(p), "failed")
+	}
+}
+
+// PaymentUnmatched counts a payment recorded UNMATCHED (for
+// service.Payments.OnUnmatched): money we hold with no order is an
+// operator's to refund.
+func (m *Metrics) PaymentUnmatched(p model.Payment) {
+	if m != nil {
+		m.unmatched.WithLabelValues(string(p.Provider)).Inc()
+	}
+}
+
+// GroupApplied observes the size of one group transaction (for
+// service.Payments.OnGroup).
+func (m *Metrics) GroupApplied(applied int) {
+	if m != nil {
+		m.groupSize.Observe(float64(applied))
+	}
+}
+
+// GroupFallback counts a notification group apply did not apply in a
+// group, under its reason (for service.Payments.OnFallback).
+func (m *Metrics) GroupFallback(f service.Fallback) {
+	if m != nil && int(f) >= 0 && int(f) < len(m.groupFallbacks) {
+		m.groupFallbacks[f].Inc()
+	}
+}
+
+// RefundFinished counts a refund through provider that ended in state to
+// (for service.Refunds.OnFinished): refunded, or failed for REFUND_FAILED.
+func (m *Metrics) RefundFinished(provider model.Provider, to model.RefundState) {
+	if m == nil {
+		return
+	}
+	if to == model.RefundFailed {
+		m.refunds.WithLabelValues(string(provider), "failed").Inc()
+		return
+	}
+	m.refunds.WithLabelValues(string(provider), "refunded").Inc()
+}
+
+// PayStartUnguarded counts a payment start that ran without the Redis
+// guard (for service.Checkout.OnUnguarded).
+func (m *Metrics) PayStartUnguarded() {
+	if m != nil {
+		m.unguarded.Inc()
+	}
+}

@@ -1,0 +1,61 @@
+package wechatpay
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"paynotify/config"
+)
+
+// FromConfig resolves the WeChat Pay settings of c (values or files) into
+// a client configuration, parsing the keys itself (New names what is
+// wrong). It names every missing or malformed variable in one error (a
+// *config.Error, to join with Load's), and refuses any key in devKeys. ok
+// is false, with no error, when WeChat Pay is off.
+func FromConfig(c config.Config, devKeys []string) (cfg Config, ok bool, err error) {
+	w := c.WeChatPay
+	if !w.On() {
+		return Config{}, false, nil
+	}
+	var errs []error
+	cfg = Config{MchID: w.MchID, AppID: w.AppID, MerchantSerial: w.MerchantSerial,
+		PublicKeyID: w.PublicKeyID, Gateway: w.Gateway, Refuse: devKeys}
+	if cfg.APIv3Key, err = config.ValueOrFile("WECHATPAY_APIV3_KEY", w.APIv3Key, w.APIv3KeyFile); err != nil {
+		errs = append(errs, err)
+	}
+	read := func(name, path string) string {
+		if path == "" {
+			return ""
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return ""
+		}
+		return string(b)
+	}
+	cfg.MerchantPrivateKey = read("WECHATPAY_MERCHANT_KEY_FILE", w.MerchantKeyFile)
+	cfg.PublicKey = read("WECHATPAY_PUBLIC_KEY_FILE", w.PublicKeyFile)
+	for _, f := range strings.Split(w.PlatformCertFiles, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			if pem := read("WECHATPAY_PLATFORM_CERT_FILES", f); pem != "" {
+				cfg.PlatformCerts = append(cfg.PlatformCerts, pem)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		// New checks every value and names what is wrong.
+		if _, err := New(cfg); err != nil {
+			if joined, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = append(errs, joined.Unwrap()...)
+			} else {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, true, config.Join(errs...)
+	}
+	return cfg, true, nil
+}
