@@ -171,7 +171,7 @@ func (s *services) jobs(log *slog.Logger, a app) []service.Job {
 		}
 	} else if a.dev {
 		// paynotify reconcile refuses the development keys, as serve does.
-		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{date}/run or the console's Reconciliation page")
+		log.Info("daily reconciliation off in dev: reconcile a day with POST /admin/reconciliations/{provider}/{date}/run or the console's Reconciliation page")
 	} else {
 		log.Warn("daily reconciliation off (RECON_AT=off): run paynotify reconcile from cron instead")
 	}

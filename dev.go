@@ -211,8 +211,8 @@ func devConfig(flags *flag.FlagSet, addr, dbPath string, environ []string) (conf
 		cfg.Operators = map[string]string{devOperator: string(hash)}
 	}
 	if !setIn(environ, "RECON_AT") {
-		// Reconciliation on demand (POST /admin/reconciliations/{date}/run):
-		// the fake Alipay's bill of "yesterday" is whatever the demo made.
+		// Reconciliation on demand (POST /admin/reconciliations/{provider}/{date}/run):
+		// the fakes' bills of "yesterday" are whatever the demo made.
 		cfg.ReconAt = "off"
 	}
 	if !setIn(environ, "ALIPAY_JOBS_INTERVAL") {
@@ -335,9 +335,10 @@ paynotify dev is up at %[1]s
     curl -H "Authorization: Bearer %[2]s" '%[1]s/admin/outbox?state=pending'
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/journal/totals
 
-  Reconcile the replay files' day (2026-11-30) against the fake Alipay's bill:
+  Reconcile the replay files' day (2026-11-30) against the fake Alipay's bill, and the fake WeChat Pay's:
     curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30/run
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30
+    curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/wechatpay/2026-11-30/run
 
 `
 
