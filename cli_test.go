@@ -316,7 +316,7 @@ func TestDevStartupWords(t *testing.T) {
 	if strings.Contains(logs.String(), "cron") {
 		t.Errorf("dev advises cron, whose paynotify reconcile refuses the development keys:\n%s", logs)
 	}
-	if !strings.Contains(logs.String(), "/admin/reconciliations/{date}/run") {
+	if !strings.Contains(logs.String(), "/admin/reconciliations/{provider}/{date}/run") {
 		t.Errorf("dev does not say how to reconcile a day:\n%s", logs)
 	}
 }
