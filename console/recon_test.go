@@ -162,3 +162,44 @@ func reconRunID(tb testing.TB, store *dao.Store, date string) int64 {
 	}
 	return run.ID
 }
+
+// The Reconciliation page lists every provider's runs and items, each
+// naming its provider, and resolves a WeChat Pay item as it does Alipay's.
+func TestReconQueueByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		ctx := t.Context()
+		reconRun(t, store, "2026-11-29")
+		run, attempt, err := store.ClaimRun(ctx, model.ProviderWechatpay, "2026-11-30", "test", time.Now(), time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SaveItems(ctx, []model.ReconItem{{RunID: run.ID, AttemptNo: attempt, Outcome: model.ReconUnmatched,
+			Ref: "4200000001202611300000000077", TradeNo: "4200000001202611300000000077", Detail: "WeChat Pay took it for no order"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.FinishRun(ctx, run.ID, "test", attempt, dao.RunResult{State: model.ReconDone, Items: 1}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		c := e.signedIn(t, "alice")
+		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
+		// Newest date first: WeChat Pay's run of the 30th, then Alipay's of the 29th.
+		mustContain(t, queue.body, "<td>WeChat Pay</td><td>2026-11-30</td><td><span class=\"badge done\"", "<td>Alipay</td><td>2026-11-29</td>",
+			"<td>WeChat Pay</td><td>2026-11-30</td><td><span class=\"badge unmatched\"", "WeChat Pay took it for no order")
+		if i, j := strings.Index(queue.body, "<td>WeChat Pay</td><td>2026-11-30</td>"), strings.Index(queue.body, "<td>Alipay</td><td>2026-11-29</td>"); i > j {
+			t.Error("the runs are not newest date first")
+		}
+		items, err := store.ReconItems(ctx, run.ID, model.ReconUnmatched, 10)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("items: %v %v", items, err)
+		}
+		path := "/console/reconciliation/items/" + strconv.FormatInt(items[0].ID, 10) + "/resolve"
+		form := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, queue.body)}, "note": {"refunded by hand"},
+			"next": {"/console/queues/reconciliation"}}
+		postTwice(t, c, path, form, "/console/queues/reconciliation")
+		items, _ = store.ReconItems(ctx, run.ID, model.ReconUnmatched, 10)
+		if items[0].ResolvedAt == nil || items[0].ResolvedBy != "alice" {
+			t.Fatalf("item after resolve: %+v", items[0])
+		}
+	})
+}

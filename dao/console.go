@@ -272,6 +272,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	// one of an unexported type.
 	var recs []struct {
 		Item         itemRecord `gorm:"embedded"`
+		Provider     string
 		BillDate     string
 		PaymentState *string
 	}
@@ -280,7 +281,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	}
 	out := make([]model.ReconRow, len(recs))
 	for i, r := range recs {
-		out[i] = model.ReconRow{ReconItem: r.Item.item(), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
+		out[i] = model.ReconRow{ReconItem: r.Item.item(), Provider: model.Provider(r.Provider), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
 		if r.PaymentState != nil {
 			out[i].PaymentState = model.PaymentState(*r.PaymentState)
 		}
@@ -289,7 +290,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 }
 
 func (s *Store) reconItems(ctx context.Context) *gorm.DB {
-	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.bill_date, p.state AS payment_state").
+	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.provider, r.bill_date, p.state AS payment_state").
 		Joins("JOIN " + runTable + " r ON r.id = i.run_id").
 		Joins("LEFT JOIN oms_order_payment p ON p.provider = r.provider AND p.trade_no = i.trade_no AND i.trade_no <> ''")
 }

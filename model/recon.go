@@ -201,6 +201,8 @@ const RefundUnmatchedReason = "UNMATCHED"
 // when the item was first found.
 type ReconRow struct {
 	ReconItem
+	// Provider and BillDate are the item's run's.
+	Provider   Provider
 	BillDate   string
 	CreateTime time.Time
 	// PaymentState is the state of the payment the item's trade_no names

@@ -1,8 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -124,9 +126,22 @@ func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, ope
 	return rows, n, err
 }
 
-// ReconRuns lists the newest reconciliation runs.
+// ReconRuns lists the newest reconciliation runs of every provider, at
+// most limit: newest date first, a date's runs in the order
+// model.Providers lists them.
 func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
-	return q.store.ReconRuns(ctx, model.ProviderAlipay, limit)
+	var runs []model.ReconRun
+	for _, p := range model.Providers {
+		some, err := q.store.ReconRuns(ctx, p, limit)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, some...)
+	}
+	// Each provider's are newest first already: a stable sort by date
+	// keeps a date's runs in provider order.
+	slices.SortStableFunc(runs, func(a, b model.ReconRun) int { return cmp.Compare(b.BillDate, a.BillDate) })
+	return runs[:min(len(runs), limit)], nil
 }
 
 // Outbox lists up to limit events in a state, oldest first, and counts all
