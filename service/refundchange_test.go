@@ -57,14 +57,11 @@ func TestRefundChangesRecorded(t *testing.T) {
 			Note     string // a part of it
 		}
 		var got []change
-		for i, ch := range changes {
-			// Recorded in order is the ids' order. create_time is each
-			// writer's clock taken before its commit, so the worker's and
-			// the refund notification's changes, committed concurrently,
-			// may carry their times in the other order (a CI flake).
-			if i > 0 && ch.ID <= changes[i-1].ID {
-				t.Errorf("change %d recorded before change %d", i, i-1)
-			}
+		for _, ch := range changes {
+			// The order is the ids' (the list below says which). create_time
+			// is each writer's clock before its commit: the worker's and the
+			// refund notification's changes commit concurrently, so their
+			// times may swap, and are not compared.
 			got = append(got, change{From: ch.From, To: ch.To, By: ch.By, Note: ch.Note})
 		}
 		// The notes hold Alipay's words; keep the part the test knows.
