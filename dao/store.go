@@ -171,7 +171,7 @@ func (s *Store) onGalera(ctx context.Context, dsn string, opt Options) (*Store, 
 	if _, set := cfg.Params["wsrep_sync_wait"]; set {
 		return s, nil
 	}
-	st, err := s.galeraState(ctx)
+	st, err := s.serverState(ctx)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("connect mysql: %w", err)

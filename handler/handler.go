@@ -5,6 +5,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -116,7 +117,13 @@ func New(d Deps) http.Handler {
 	r.GET("/readyz", func(c *gin.Context) {
 		if err := ready(c.Request.Context()); err != nil {
 			logger(c).Warn("not ready", "err", err)
-			c.String(http.StatusServiceUnavailable, "database unreachable")
+			// What the server said of itself is ours to show; a driver's
+			// error is not.
+			msg := "database unreachable"
+			if nr := (*model.NotReadyError)(nil); errors.As(err, &nr) {
+				msg = "not ready: " + nr.Reason
+			}
+			c.String(http.StatusServiceUnavailable, msg)
 			return
 		}
 		c.String(http.StatusOK, "ready")

@@ -30,6 +30,17 @@ var (
 	ErrBusy = errors.New("too many notifications waiting")
 )
 
+// NotReadyError is ErrUnavailable as the readiness check found it: the
+// database answers, but what it said of itself (a Galera node that is not
+// Synced, a read-only server) means it cannot serve now. Reason is in our
+// words, safe to show a load balancer or an operator.
+type NotReadyError struct{ Reason string }
+
+func (e *NotReadyError) Error() string { return ErrUnavailable.Error() + ": " + e.Reason }
+
+// Unwrap makes a NotReadyError an ErrUnavailable.
+func (e *NotReadyError) Unwrap() error { return ErrUnavailable }
+
 // ErrPaymentNotFound: no payment is recorded under that trade.
 var ErrPaymentNotFound = errors.New("payment not found")
 
