@@ -231,6 +231,29 @@ func (c *Cluster) Database(tb testing.TB) string {
 	return name
 }
 
+// User creates a user of the cluster (it replicates to every node) that
+// holds only grants (such as "SELECT, INSERT, UPDATE, DELETE") on database
+// db, drops it when the test ends, and returns its name: a node's DSN for
+// it is Node.DSNAs(name, db). root, the user of Node.DSN, holds every
+// privilege, READ ONLY ADMIN included, so read_only does not stop it; a
+// user like this one is what production's serve runs as.
+func (c *Cluster) User(tb testing.TB, db, grants string) string {
+	tb.Helper()
+	name := "u_" + randomID()
+	admin := c.admin(tb)
+	for _, q := range []string{"CREATE USER '" + name + "'@'%'", "GRANT " + grants + " ON " + db + ".* TO '" + name + "'@'%'"} {
+		if _, err := admin.Exec(q); err != nil {
+			tb.Fatalf("galeratest: %s: %v", q, err)
+		}
+	}
+	tb.Cleanup(func() {
+		if _, err := c.admin(tb).Exec("DROP USER IF EXISTS '" + name + "'@'%'"); err != nil {
+			tb.Errorf("galeratest: drop user %s: %v", name, err)
+		}
+	})
+	return name
+}
+
 // admin is a connection to the first synced node.
 func (c *Cluster) admin(tb testing.TB) *sql.DB {
 	tb.Helper()
@@ -265,6 +288,50 @@ func (nd *Node) DSN(db string) string {
 	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "tcp", fmt.Sprintf("127.0.0.1:%d", nd.Port), db
 	cfg.Timeout = 3 * time.Second
 	return cfg.FormatDSN()
+}
+
+// DSNAs is a DSN for database db on this node as user (no password).
+func (nd *Node) DSNAs(user, db string) string {
+	cfg, _ := mysql.ParseDSN(nd.DSN(db)) // DSN's own output parses
+	cfg.User = user
+	return cfg.FormatDSN()
+}
+
+// Exec runs statements on this node as root, such as SET GLOBAL
+// wsrep_desync=ON or read_only=ON: this node's globals only, never those
+// of another server.
+func (nd *Node) Exec(tb testing.TB, statements ...string) {
+	tb.Helper()
+	if err := nd.exec(statements...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (nd *Node) exec(statements ...string) error {
+	db, err := sql.Open("mysql", nd.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, q := range statements {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := db.ExecContext(ctx, q)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("galeratest: %s on %s: %w", q, nd.Name, err)
+		}
+	}
+	return nil
+}
+
+// WaitState waits until the node's wsrep_local_state_comment is state
+// (Synced, Donor/Desynced, ...), for at most the time a node may take to
+// join.
+func (nd *Node) WaitState(tb testing.TB, state string) {
+	tb.Helper()
+	if err := nd.waitState(func(st string, _ bool) bool { return st == state }); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func (nd *Node) data() string    { return filepath.Join(nd.dir, "data") }
@@ -395,7 +462,28 @@ func (nd *Node) kill() {
 	nd.cmd = nil
 }
 
-// Restart brings a killed node back the way its service manager would:
+// Shutdown stops the node's mariadbd as its service manager would
+// (SIGTERM: it refuses new statements, kills its connections, leaves the
+// cluster) and waits for it to exit, killing it after syncTimeout.
+func (nd *Node) Shutdown(tb testing.TB) {
+	tb.Helper()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return
+	}
+	_ = nd.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-nd.done:
+	case <-time.After(syncTimeout):
+		_ = nd.cmd.Process.Kill()
+		<-nd.done
+		tb.Errorf("galeratest: %s did not stop on SIGTERM in %v:\n%s", nd.Name, syncTimeout, nd.Log())
+	}
+	nd.cmd = nil
+}
+
+// Restart brings a killed (or shut down) node back the way its service manager would:
 // mariadbd --wsrep-recover reads the last committed position from InnoDB,
 // and the node starts from it (--wsrep-start-position), so it rejoins by
 // IST, receiving only the writes it missed. It waits until the node is
