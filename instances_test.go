@@ -155,7 +155,8 @@ func startTwoInstances(t *testing.T) *twoInstances {
 	return startTwoInstancesOn(t, [2]string{dsn, dsn}, dsn)
 }
 
-// startTwoInstancesOn migrates the database once, through dsns[0], and
+// startTwoInstancesOn migrates the database once, through storeDSN
+// (whose user may change the schema; the instances' may not need to), and
 // starts instance i on dsns[i] (with extra in its environment); the
 // test's own store reads and writes through storeDSN.
 func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ...string) *twoInstances {
@@ -174,7 +175,8 @@ func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ..
 	environ = append(environ, extra...)
 	ti := &twoInstances{alipayKey: alipayKey, environ: environ, dsns: dsns,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
-	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: ti.env(0), stdout: io.Discard, stderr: io.Discard}); err != nil {
+	migrate := append(slices.Clone(environ), "DB_DSN="+storeDSN)
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: migrate, stdout: io.Discard, stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	store, err := dao.Open(context.Background(), dao.DriverMySQL, storeDSN, dao.Options{})
