@@ -53,6 +53,17 @@ func TestGaleraJobsOnTwoNodes(t *testing.T) {
 		}
 		return n == orders
 	})
+	// One refund row per payment, each REFUNDED: Alipay's side (below)
+	// cannot show a second refund of a payment already refunded in full,
+	// which it would refuse.
+	var refunds, done, trades int
+	if err := ti.store.SQL().QueryRow("SELECT COUNT(*), COUNT(CASE WHEN state = ? THEN 1 END), COUNT(DISTINCT trade_no) FROM oms_refund",
+		model.RefundRefunded).Scan(&refunds, &done, &trades); err != nil {
+		t.Fatal(err)
+	}
+	if refunds != orders || done != orders || trades != orders {
+		t.Fatalf("%d refunds (%d REFUNDED) of %d trades, want one REFUNDED refund for each of %d payments", refunds, done, trades, orders)
+	}
 	for k := range orders {
 		sn := fmt.Sprintf("GALERA-REFUND-%d", k)
 		trade, ok := fake.Trade(sn)
