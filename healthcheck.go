@@ -16,8 +16,9 @@ const healthcheckUsage = `usage: paynotify healthcheck [-path /readyz] [-timeout
 Asks the service running on this machine at HTTP_ADDR (as serve reads it)
 whether it is ready, and exits 0 if it answers 200, 1 otherwise. It is the
 container health check: the distroless image has no shell or curl.
-/readyz answers 200 when the database answers and can serve (on a Galera
-cluster: this instance's node is Synced); -path /healthz asks only
+/readyz answers 200 when the database answers and can serve (it is not
+read-only; on a Galera cluster, this instance's node is Synced), and a
+503 says why; -path /healthz asks only
 whether the process is alive.
 `
 
