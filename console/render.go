@@ -73,14 +73,12 @@ var funcs = template.FuncMap{
 // outcome; the enum itself stays in the badge's title, as the API and the
 // logs write it.
 var labels = map[string]string{
-	"REFUND_PENDING":           "owed back",
-	"refund_pending":           "owed back",
-	"REFUND_FAILED":            "refund failed",
-	"UNMATCHED":                "unmatched (no order)",
-	"unmatched":                "unmatched (no order)",
-	"AWAITING_PAYMENT":         "awaiting payment",
-	"MISSING_AT_ALIPAY":        "missing at Alipay",
-	"REFUND_MISSING_AT_ALIPAY": "refund missing at Alipay",
+	"REFUND_PENDING":   "owed back",
+	"refund_pending":   "owed back",
+	"REFUND_FAILED":    "refund failed",
+	"UNMATCHED":        "unmatched (no order)",
+	"unmatched":        "unmatched (no order)",
+	"AWAITING_PAYMENT": "awaiting payment",
 }
 
 // label is how a page says v (a state, a decision, an outcome): its words
