@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -145,39 +146,38 @@ func (l bigLine) amount() decimal.Decimal { return decimal.New(l.cents, -2) }
 
 var feeRate = decimal.RequireFromString("0.006")
 
-// writeAlipayBigBill writes the lines as Alipay's bill ZIP.
+// entry is the line as a bill entry, its fee charged (given back on a
+// refund).
+func (l bigLine) entry(fee decimal.Decimal) model.BillEntry {
+	e := model.BillEntry{Kind: model.BillPayment, TradeNo: l.tradeNo, OutTradeNo: l.outTradeNo,
+		Amount: l.amount(), Received: l.amount(), Fee: fee.Neg(), FinishedAt: l.at.UTC()}
+	if l.requestNo != "" {
+		e.Kind, e.OutRequestNo = model.BillRefund, l.requestNo
+		e.Amount, e.Received, e.Fee = e.Amount.Neg(), e.Received.Neg(), fee
+	}
+	return e
+}
+
+// writeAlipayBigBill writes the lines as Alipay's bill ZIP (fees at 0.6 %
+// to the fen).
 func writeAlipayBigBill(path string, day time.Time, lines []bigLine) (service.BillSource, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	err = bill.WriteZip(f, bill.Header{Account: rigSellerID, Date: day}, func(w *bill.Writer) error {
-		for _, l := range lines {
-			e := model.BillEntry{Kind: model.BillPayment, TradeNo: l.tradeNo, OutTradeNo: l.outTradeNo,
-				Amount: l.amount(), Received: l.amount(), Fee: l.amount().Mul(feeRate).Round(2).Neg(), FinishedAt: l.at.UTC()}
-			if l.requestNo != "" {
-				e.Kind, e.OutRequestNo = model.BillRefund, l.requestNo
-				e.Amount, e.Received, e.Fee = e.Amount.Neg(), e.Received.Neg(), e.Fee.Neg()
+	err := writeFile(path, func(f io.Writer) error {
+		return bill.WriteZip(f, bill.Header{Account: rigSellerID, Date: day}, func(w *bill.Writer) error {
+			for _, l := range lines {
+				if err := w.Write(bill.Line{BillEntry: l.entry(l.amount().Mul(feeRate).Round(2)), Subject: "咖啡豆 1kg"}); err != nil {
+					return err
+				}
 			}
-			if err := w.Write(bill.Line{BillEntry: e, Subject: "咖啡豆 1kg"}); err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
 	return fileBills(path, func(f *os.File, size int64) (model.Bill, error) {
 		bf, err := bill.Open(f, size)
 		if err != nil {
 			return nil, err
 		}
 		return openedBill{entries: bf.Entries, totals: bf.Totals, f: f}, nil
-	}), nil
+	}), err
 }
 
 // writeWechatBigBill writes the lines as WeChat Pay's gzip bill (手续费 at
@@ -185,40 +185,42 @@ func writeAlipayBigBill(path string, day time.Time, lines []bigLine) (service.Bi
 // its source checks the file's SHA1 against the hash_value WriteGzip
 // returned, as the adapter checks the query's.
 func writeWechatBigBill(path string, day time.Time, lines []bigLine) (service.BillSource, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	fee := func(cents int64) decimal.Decimal { return decimal.New(cents*6, -5) }
-	hash, err := wxbill.WriteGzip(f, wxbill.Header{AppID: wxAppID, MchID: wxMchID}, func(w *wxbill.Writer) error {
-		for _, l := range lines {
-			e := model.BillEntry{Kind: model.BillPayment, TradeNo: l.tradeNo, OutTradeNo: l.outTradeNo,
-				Amount: l.amount(), Received: l.amount(), Fee: fee(l.cents).Neg(), FinishedAt: l.at.UTC()}
-			line := wxbill.Line{BillEntry: e, Subject: "咖啡豆 1kg"}
-			if l.requestNo != "" {
-				line.Kind, line.OutRequestNo, line.RefundID = model.BillRefund, l.requestNo, "50300"+l.requestNo
-				line.Amount, line.Received, line.Fee = e.Amount.Neg(), e.Received.Neg(), e.Fee.Neg()
-				line.OrderAmount = decimal.New(l.paid, -2)
+	var hash string
+	err := writeFile(path, func(f io.Writer) (err error) {
+		hash, err = wxbill.WriteGzip(f, wxbill.Header{AppID: wxAppID, MchID: wxMchID}, func(w *wxbill.Writer) error {
+			for _, l := range lines {
+				line := wxbill.Line{BillEntry: l.entry(decimal.New(l.cents*6, -5)), Subject: "咖啡豆 1kg"}
+				if l.requestNo != "" {
+					line.RefundID, line.OrderAmount = "50300"+l.requestNo, decimal.New(l.paid, -2)
+				}
+				if err := w.Write(line); err != nil {
+					return err
+				}
 			}
-			if err := w.Write(line); err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
+		return err
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
 	return fileBills(path, func(f *os.File, size int64) (model.Bill, error) {
 		bf, err := wxbill.Open(f, size, wxbill.HashSHA1, hash)
 		if err != nil {
 			return nil, err
 		}
 		return openedBill{entries: bf.Entries, totals: bf.Totals, f: f}, nil
-	}), nil
+	}), err
+}
+
+// writeFile creates the file at path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // seedLedger records every line in the ledger as provider's, as the
