@@ -87,11 +87,10 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 type services struct {
 	payments *service.Payments
 	refunds  *service.Refunds
-	// recons reconcile each provider's bill, byProvider the same for the
-	// admin routes; recon is Alipay's (nil without Alipay), the console's.
+	// recons reconcile each configured provider's bill, byProvider the
+	// same by provider for the admin routes and the console.
 	recons     []*service.BillReconciler
 	byProvider map[model.Provider]*service.BillReconciler
-	recon      *service.BillReconciler
 	trades     *service.OpenTrades
 	// checkout is nil when PUBLIC_URL is not set.
 	checkout *service.Checkout
@@ -129,9 +128,6 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 		r.OnItem, r.OnFinished = m.Recon(p)
 		s.recons = append(s.recons, r)
 		s.byProvider[p] = r
-		if p == model.ProviderAlipay {
-			s.recon = r
-		}
 	}
 	if cfg.PublicURL == "" {
 		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
@@ -204,10 +200,14 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		}
 	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
+	dashboard.Providers = nil // the overview shows the configured providers' runs
+	for _, r := range s.recons {
+		dashboard.Providers = append(dashboard.Providers, r.Provider)
+	}
 	var cons http.Handler
 	cdeps := console.Deps{
 		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL),
-		Refunds: s.refunds, BillReconciler: s.recon, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
+		Refunds: s.refunds, BillReconcilers: s.byProvider, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
 	if cdeps.Enabled() {

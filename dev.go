@@ -339,6 +339,7 @@ paynotify dev is up at %[1]s
     curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30/run
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30
     curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/wechatpay/2026-11-30/run
+    curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/wechatpay/2026-11-30
 
 `
 

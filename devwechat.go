@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"paynotify/fakewechatpay"
+	"paynotify/model"
 	"paynotify/wechatpay"
 )
 
@@ -37,6 +38,10 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 	if err != nil {
 		return devWeChat{}, nil, err
 	}
+	// As dev's fake Alipay: a payment WeChat Pay took on the replay files'
+	// day whose notification never came, for an order this database does
+	// not have; reconciling that day finds it in the bill, UNMATCHED.
+	fake.AddPaidTrade(devWeChatUnmatchedSN, devWeChatUnmatchedTrade, 5800, time.Date(2026, 11, 30, 16, 0, 0, 0, model.Beijing))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return devWeChat{}, nil, fmt.Errorf("dev: fake WeChat Pay: %w", err)
@@ -69,3 +74,10 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 	provider := wechatpay.NewProvider(client, base+"/wechatpay/notify")
 	return devWeChat{provider: provider, verifier: fakewechatpay.Verifier{Provider: provider, Fake: fake}}, stop, nil
 }
+
+// devWeChatUnmatchedSN and devWeChatUnmatchedTrade are the payment dev's
+// fake WeChat Pay took for no order (58.00).
+const (
+	devWeChatUnmatchedSN    = "DEMO-1098"
+	devWeChatUnmatchedTrade = "4200002026113000000000001098"
+)

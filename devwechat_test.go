@@ -96,6 +96,55 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 			}
 		}
 	}
+	reconcileDevDay(t, base, store)
+}
+
+// reconcileDevDay reconciles the replay files' day for both providers as
+// dev's banner says, each against its fake's bill: every replayed WeChat
+// payment, the second trade of DEMO-1001 too, matches its bill row; the
+// payment each fake took for no order is found in the bill and recorded
+// UNMATCHED, beside unknown_order.json's (Alipay's replay files were not
+// sent here).
+func reconcileDevDay(t *testing.T, base string, store *dao.Store) {
+	t.Helper()
+	for _, c := range []struct {
+		path, trade string
+		unmatched   int
+	}{
+		{"/admin/reconciliations/2026-11-30/run", "20261130220014888800001099", 1},
+		{"/admin/reconciliations/wechatpay/2026-11-30/run", devWeChatUnmatchedTrade, 2},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, base+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+devAdminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run struct {
+			Provider string         `json:"provider"`
+			State    string         `json:"state"`
+			Counts   map[string]int `json:"counts"`
+			Bill     struct {
+				Payments int `json:"payments"`
+			} `json:"bill"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&run)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", c.path, resp.StatusCode, err)
+		}
+		findings := 0
+		for _, n := range run.Counts {
+			findings += n
+		}
+		if run.State != "DONE" || run.Counts["UNMATCHED"] != c.unmatched || findings != c.unmatched {
+			t.Errorf("%s: %+v, want DONE with %d UNMATCHED and nothing else", c.path, run, c.unmatched)
+		}
+		p, err := store.Payment(context.Background(), model.Provider(run.Provider), c.trade)
+		if err != nil || p.State != model.PaymentUnmatched {
+			t.Errorf("%s: the fake's payment for no order: %+v %v", c.path, p, err)
+		}
+	}
 }
 
 // A buyer pays a new order through dev's fake WeChat Pay: the pay request

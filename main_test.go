@@ -9,9 +9,13 @@ import (
 	"encoding/pem"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -332,7 +336,9 @@ func waitForMetrics(t *testing.T, base string, want, never []string) {
 }
 
 // A WeChat Pay-only merchant runs serve without any ALIPAY_* variable:
-// no Alipay notify endpoint, no Alipay reconciliation, and serve up.
+// no Alipay notify endpoint, no Alipay reconciliation, and serve up; the
+// console shows and resolves WeChat Pay's reconciliation, and /metrics
+// reports WeChat Pay's last reconciled date only.
 func TestServeWechatpayOnly(t *testing.T) {
 	dir := t.TempDir()
 	merchant, _ := newKeyPair(t)
@@ -348,8 +354,27 @@ func TestServeWechatpayOnly(t *testing.T) {
 		"WECHATPAY_MCHID=1230000109", "WECHATPAY_APPID=wxd678efh567hg6787",
 		"WECHATPAY_APIV3_KEY=0123456789abcdef0123456789abcdef", "WECHATPAY_MERCHANT_KEY_FILE=" + write("apiclient_key.pem", merchant),
 		"WECHATPAY_MERCHANT_SERIAL=5157F09EFDC096DE15EBE81A47057A7232F1B8E1",
-		"WECHATPAY_PUBLIC_KEY_FILE=" + write("pub_key.pem", wechat), "WECHATPAY_PUBLIC_KEY_ID=PUB_KEY_ID_0112345678202401010000000000000000"}
+		"WECHATPAY_PUBLIC_KEY_FILE=" + write("pub_key.pem", wechat), "WECHATPAY_PUBLIC_KEY_ID=PUB_KEY_ID_0112345678202401010000000000000000",
+		"ADMIN_TOKEN=wechat-only-admin-token", "RECON_AT=off"}
 	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	// A WeChat Pay run of the 30th with one item to resolve.
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, filepath.Join(dir, "wx.db"), dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	recon, attempt, err := store.ClaimRun(ctx, model.ProviderWechatpay, "2026-11-30", "test", time.Now(), time.Minute, nil)
+	if err == nil {
+		err = store.SaveItems(ctx, []model.ReconItem{{RunID: recon.ID, AttemptNo: attempt, Outcome: model.ReconUnmatched,
+			Ref: "4200000001202611300000000099", TradeNo: "4200000001202611300000000099"}})
+	}
+	if err == nil {
+		err = store.FinishRun(ctx, recon.ID, "test", attempt, dao.RunResult{State: model.ReconDone, Items: 1}, time.Now())
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	base, _ := start(t, []string{"serve"}, environ)
@@ -363,5 +388,75 @@ func TestServeWechatpayOnly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("/alipay/notify without Alipay: %d, want 404", resp.StatusCode)
+	}
+	consoleResolvesWechatpay(t, base, store, recon.ID)
+}
+
+// consoleResolvesWechatpay signs in to a WeChat Pay-only serve's console
+// as admin and resolves the one item of WeChat Pay's run runID; /metrics
+// has WeChat Pay's last reconciled date and no Alipay series.
+func consoleResolvesWechatpay(t *testing.T, base string, store *dao.Store, runID int64) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	fetch := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	hidden := func(name, body string) string {
+		t.Helper()
+		m := regexp.MustCompile(`name="` + name + `" value="([0-9a-f-]+)"`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no %s field in:\n%s", name, body)
+		}
+		return m[1]
+	}
+	_, login := fetch(http.MethodGet, "/console/login", nil)
+	if code, body := fetch(http.MethodPost, "/console/login", url.Values{"login_csrf": {hidden("login_csrf", login)}, "operator": {"admin"},
+		"password": {"wechat-only-admin-token"}, "next": {"/console/"}}); code != http.StatusSeeOther {
+		t.Fatalf("sign in: %d\n%s", code, body)
+	}
+	_, overview := fetch(http.MethodGet, "/console/", nil)
+	if !strings.Contains(overview, `WeChat Pay: <a href="/console/reconciliations/wechatpay/2026-11-30">`) || strings.Contains(overview, "Alipay:") {
+		t.Errorf("overview of a WeChat Pay-only serve:\n%s", overview)
+	}
+	code, queue := fetch(http.MethodGet, "/console/queues/reconciliation", nil)
+	if code != http.StatusOK || !strings.Contains(queue, "/resolve") {
+		t.Fatalf("reconciliation queue: %d, no resolve form\n%s", code, queue)
+	}
+	items, err := store.ReconItems(context.Background(), runID, "", 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("items: %v %v", items, err)
+	}
+	path := "/console/reconciliation/items/" + strconv.FormatInt(items[0].ID, 10) + "/resolve"
+	if code, body := fetch(http.MethodPost, path, url.Values{"csrf": {hidden("csrf", queue)}, "key": {hidden("key", queue)},
+		"note": {"refunded in WeChat Pay's merchant platform"}, "next": {"/console/queues/reconciliation"}}); code != http.StatusSeeOther {
+		t.Fatalf("resolve: %d\n%s", code, body)
+	}
+	items, _ = store.ReconItems(context.Background(), runID, "", 10)
+	if items[0].ResolvedAt == nil || items[0].ResolvedBy != "admin" {
+		t.Fatalf("item after resolve: %+v", items[0])
+	}
+
+	_, metrics := fetch(http.MethodGet, "/metrics", nil)
+	if !strings.Contains(metrics, `paynotify_reconciliation_last_success_date{provider="wechatpay"} `) ||
+		strings.Contains(metrics, `paynotify_reconciliation_last_success_date{provider="alipay"}`) {
+		t.Errorf("/metrics of a WeChat Pay-only serve:\n%s", metrics)
 	}
 }

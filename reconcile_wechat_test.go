@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"paynotify/dao"
+	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
 	"paynotify/fakewechatpay"
 	"paynotify/model"
@@ -28,11 +31,7 @@ import (
 func TestReconcileCommandPerProvider(t *testing.T) {
 	appKey, appPub := newKeyPair(t)
 	alipayKey, alipayPub := newKeyPair(t)
-	merchantKey, merchantPub := newKeyPair(t)
-	wechatKey, wechatPub := newKeyPair(t)
 	const appID, sellerID = "2021000000000042", "2088000000000042"
-	const mchID, wxAppID, serial, keyID = "1900000042", "wx0000000000000042", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1", "PUB_KEY_ID_0119000000000042"
-	const apiV3Key = "0123456789abcdef0123456789abcdef"
 	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
 	if err != nil {
 		t.Fatal(err)
@@ -40,23 +39,9 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	aliGW := httptest.NewServer(ali.Handler())
 	t.Cleanup(aliGW.Close)
 	t.Cleanup(ali.Close)
-	wx, err := fakewechatpay.New(fakewechatpay.Config{MchID: mchID, AppID: wxAppID, APIv3Key: apiV3Key, PrivateKey: wechatKey,
-		PublicKeyID: keyID, Sign: fakewechatpay.SignPublicKey, MerchantPublicKey: merchantPub, MerchantSerial: serial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wxGW := httptest.NewServer(wx.Handler())
-	t.Cleanup(wxGW.Close)
-	t.Cleanup(wx.Close)
-
 	dir := t.TempDir()
-	file := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	wx, wechatEnv := startFakeWechat(t, dir)
+
 	db := filepath.Join(dir, "recon.db")
 	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
 	if err != nil {
@@ -68,10 +53,7 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	}
 	alipayEnv := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID,
 		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(aliGW.URL)}
-	bothEnv := append(append([]string{}, alipayEnv...), "WECHATPAY_MCHID="+mchID, "WECHATPAY_APPID="+wxAppID,
-		"WECHATPAY_APIV3_KEY="+apiV3Key, "WECHATPAY_MERCHANT_KEY_FILE="+file("apiclient_key.pem", merchantKey),
-		"WECHATPAY_MERCHANT_SERIAL="+serial, "WECHATPAY_PUBLIC_KEY_FILE="+file("pub_key.pem", wechatPub),
-		"WECHATPAY_PUBLIC_KEY_ID="+keyID, "WECHATPAY_GATEWAY="+wxGW.URL)
+	bothEnv := append(append([]string{}, alipayEnv...), wechatEnv...)
 	// printedRun is what the command prints of a run (the admin API's shape).
 	type printedRun struct {
 		Provider model.Provider
@@ -149,4 +131,141 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	if _, code, _ = reconcile(t, bothEnv, "-provider", "paypal", "-date", date); code != 2 {
 		t.Fatalf("-provider paypal: exit %d, want 2", code)
 	}
+}
+
+// Two `serve` processes on one MariaDB database are asked at once to
+// reconcile one WeChat Pay date (POST /admin/reconciliations/wechatpay/
+// {date}/run to each), a day further back each round, until each process
+// has been seen to claim the date first: the notification lost that day
+// is repaired once whichever wins — one payment, one order.paid, one
+// REPAIRED item — and the other is answered 409 (the date is running
+// elsewhere) or, had the winner finished, the date's run again.
+func TestReconcileWechatPayAcrossTwoInstances(t *testing.T) {
+	wx, wechatEnv := startFakeWechat(t, t.TempDir())
+	const adminToken = "instances-admin-token-0123456789"
+	dsn := daotest.MySQLDatabase(t)
+	ti := startTwoInstancesOn(t, [2]string{dsn, dsn}, dsn, append(wechatEnv,
+		"ADMIN_TOKEN="+adminToken, "RECON_AT=off", "WECHATPAY_JOBS_INTERVAL=1h")...)
+	runAt := func(i int, date string) (int, string, error) {
+		req, err := http.NewRequest(http.MethodPost, ti.inst[i].base+"/admin/reconciliations/wechatpay/"+date+"/run", nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := ti.client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		var view struct{ State string }
+		err = json.NewDecoder(resp.Body).Decode(&view)
+		return resp.StatusCode, view.State, err
+	}
+	count := func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := ti.store.SQL().QueryRow(query, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
+	// Days back from yesterday: the fake and the SDK sign with the real
+	// time, and WeChat Pay keeps three months of bills.
+	yesterday := time.Now().In(model.Beijing).AddDate(0, 0, -1)
+	seen, answers := map[int]bool{}, map[int]int{}
+	round := 0
+	for ; round < 40 && !(seen[0] && seen[1]); round++ {
+		day := yesterday.AddDate(0, 0, -round)
+		date := day.Format(time.DateOnly)
+		sn, transactionID := fmt.Sprintf("WXINST-%d", round), fmt.Sprintf("4200002026120200000000%06d", round)
+		ti.order(t, sn, "50.00")
+		paidAt, _ := time.ParseInLocation(time.DateTime, date+" 10:00:00", model.Beijing)
+		wx.AddPaidTrade(sn, transactionID, 5000, paidAt)
+
+		var codes [2]int
+		var states [2]string
+		var errs [2]error
+		// Which process's request goes out first alternates: goroutines
+		// released at once are not scheduled fairly.
+		swap := round % 2
+		together(2, func(g int) {
+			i := g ^ swap
+			codes[i], states[i], errs[i] = runAt(i, date)
+		})
+		for i := range codes {
+			switch {
+			case errs[i] != nil:
+				t.Fatalf("%s: instance %d: %v", date, i, errs[i])
+			case codes[i] == http.StatusOK && states[i] == string(model.ReconDone),
+				codes[i] == http.StatusAccepted && states[i] == string(model.ReconRunning),
+				codes[i] == http.StatusConflict:
+			default:
+				t.Fatalf("%s: instance %d answered %d %q:\n%s", date, i, codes[i], states[i], ti.inst[i].log)
+			}
+		}
+		answers[codes[0]]++
+		answers[codes[1]]++
+		if codes[0] == http.StatusConflict && codes[1] == http.StatusConflict {
+			t.Fatalf("%s: both instances found the date running elsewhere", date)
+		}
+		// A run answered 202 goes on after its request: wait for its end.
+		waitFor(t, date+"'s run done", func() bool {
+			return count("SELECT COUNT(*) FROM recon_run WHERE provider = 'wechatpay' AND bill_date = ? AND state = ?", date, model.ReconDone) == 1
+		})
+		var winner string
+		if err := ti.store.SQL().QueryRow(`SELECT a.owner FROM recon_attempt a JOIN recon_run r ON r.id = a.run_id
+			WHERE r.provider = 'wechatpay' AND r.bill_date = ? AND a.attempt_no = 1`, date).Scan(&winner); err != nil {
+			t.Fatal(err)
+		}
+		// A process's runs are owned by host-pid-…
+		for i, in := range ti.inst {
+			if strings.Contains(winner, fmt.Sprintf("-%d-", in.cmd.Process.Pid)) {
+				seen[i] = true
+			}
+		}
+		o, pays := ti.state(t, sn)
+		if o.Status != model.OrderPaid || len(pays) != 1 || pays[0].Provider != model.ProviderWechatpay || pays[0].State != model.PaymentApplied {
+			t.Fatalf("%s: order %+v, payments %+v", date, o, pays)
+		}
+		if n := count("SELECT COUNT(*) FROM outbox WHERE aggregate_id = ? AND event_type = ?", o.ID, model.EventOrderPaid); n != 1 {
+			t.Fatalf("%s: %d order.paid events", date, n)
+		}
+		if n := count(`SELECT COUNT(*) FROM recon_item i JOIN recon_run r ON r.id = i.run_id
+			WHERE r.provider = 'wechatpay' AND i.outcome = ? AND i.trade_no = ?`, model.ReconRepaired, transactionID); n != 1 {
+			t.Fatalf("%s: %d REPAIRED items", date, n)
+		}
+	}
+	if !seen[0] || !seen[1] {
+		t.Fatalf("first claims seen %v in %d rounds: the race did not show both", seen, round)
+	}
+	t.Logf("each process claimed first within %d rounds; answers by HTTP status %v", round, answers)
+}
+
+// startFakeWechat starts a fake WeChat Pay on a loopback port, with keys
+// of its own, and returns it with the WECHATPAY_* environment of a
+// paynotify that uses it (its key files written in dir).
+func startFakeWechat(t *testing.T, dir string) (*fakewechatpay.Server, []string) {
+	t.Helper()
+	merchantKey, merchantPub := newKeyPair(t)
+	wechatKey, wechatPub := newKeyPair(t)
+	const mchID, wxAppID, serial, keyID = "1900000042", "wx0000000000000042", "5157F09EFDC096DE15EBE81A47057A7232F1B8E1", "PUB_KEY_ID_0119000000000042"
+	const apiV3Key = "0123456789abcdef0123456789abcdef"
+	wx, err := fakewechatpay.New(fakewechatpay.Config{MchID: mchID, AppID: wxAppID, APIv3Key: apiV3Key, PrivateKey: wechatKey,
+		PublicKeyID: keyID, Sign: fakewechatpay.SignPublicKey, MerchantPublicKey: merchantPub, MerchantSerial: serial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(wx.Handler())
+	t.Cleanup(gw.Close)
+	t.Cleanup(wx.Close)
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return wx, []string{"WECHATPAY_MCHID=" + mchID, "WECHATPAY_APPID=" + wxAppID, "WECHATPAY_APIV3_KEY=" + apiV3Key,
+		"WECHATPAY_MERCHANT_KEY_FILE=" + file("apiclient_key.pem", merchantKey), "WECHATPAY_MERCHANT_SERIAL=" + serial,
+		"WECHATPAY_PUBLIC_KEY_FILE=" + file("pub_key.pem", wechatPub), "WECHATPAY_PUBLIC_KEY_ID=" + keyID, "WECHATPAY_GATEWAY=" + gw.URL}
 }

@@ -439,6 +439,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}
 	if b.purger != nil {
+		rep.purgeBatch, rep.purgePause = b.purger.r.Batch, b.purger.r.Pause
 		if rep.leftOutbox, rep.leftLines, err = remaining(ctx, svcDB); err != nil {
 			return nil, err
 		}

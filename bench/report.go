@@ -86,6 +86,9 @@ type report struct {
 	conflict    *conflictResult // -galera
 	// leftOutbox, leftLines: what -purge left to delete at the end.
 	leftOutbox, leftLines int64
+	// purgeBatch, purgePause: the retention job's tuning the rounds ran with.
+	purgeBatch int
+	purgePause time.Duration
 }
 
 func (r *report) valid() bool {
@@ -106,7 +109,7 @@ func (r *report) writePurge(w io.Writer) {
 	fmt.Fprintf(w, "### First notices during purge rounds (-purge %d)\n\n", r.opt.purge)
 	fmt.Fprintf(w, "Before the run the service database got %d SENT outbox rows past OUTBOX_RETENTION and %d bill lines\n", r.opt.purge, r.opt.purge)
 	fmt.Fprintln(w, "(recon_seen) of dates reconciled cleanly past RECON_RETENTION. In the \"purging\" cells the retention job's")
-	fmt.Fprintln(w, "rounds (service.Retention.RunOnce, 500 rows of each table a round, 100 ms apart) ran in the tool's process,")
+	fmt.Fprintf(w, "rounds (service.Retention.RunOnce, %d rows of each table a round, %v apart) ran in the tool's process,\n", r.purgeBatch, r.purgePause)
 	fmt.Fprintln(w, "as another instance's job would, from the end of the warm-up to the end of the measured requests.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| c | first notices p50 / p99 ms | while purging p50 / p99 ms | req/s, while purging | rows purged | rounds | rows/s | longest round ms | failed rounds |")

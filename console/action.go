@@ -19,7 +19,7 @@ func (c *Console) actionRoutes() {
 	m.HandleFunc("GET "+Prefix+"/queues/payments", c.signedIn(c.paymentQueue))
 	m.HandleFunc("POST "+Prefix+"/outbox/{seq}/requeue", c.changing(c.requeue))
 	m.HandleFunc("GET "+Prefix+"/queues/reconciliation", c.signedIn(c.reconQueue))
-	if c.d.BillReconciler != nil {
+	if len(c.d.BillReconcilers) > 0 {
 		m.HandleFunc("POST "+Prefix+"/reconciliation/items/{id}/resolve", c.changing(c.resolveItem))
 	}
 	if c.d.Refunds == nil {
@@ -278,55 +278,6 @@ func (c *Console) paymentQueue(w http.ResponseWriter, r *http.Request) {
 	serveQueue(c, w, r, "payments", "Payments owed back · ", "payment", false,
 		[]model.PaymentState{model.PaymentRefundPending, model.PaymentUnmatched, model.PaymentRefunding, model.PaymentRefundFailed},
 		numbered(r, c.d.Queues.PaymentQueue))
-}
-
-type reconQueueData struct {
-	page
-	Runs     []model.ReconRun
-	Outcome  model.ReconOutcome
-	Outcomes []model.ReconOutcome
-	Open     bool
-	Rows     []model.ReconRow
-	Count    int64
-	Page     int
-	HasNext  bool
-	Resolves bool
-}
-
-// reconQueue shows the latest reconciliation runs and the items they
-// found: by default those an operator has to look at.
-func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	outcome := model.ReconOutcome(strings.ToUpper(q.Get("outcome")))
-	if outcome != "" && !outcome.Valid() {
-		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
-		return
-	}
-	open := q.Get("all") == ""
-	pageNo := pageParam(r, "page")
-	runs, err := c.d.Queues.ReconRuns(r.Context(), 14)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	rows, n, err := c.d.Queues.ReconQueue(r.Context(), outcome, open, pageNo)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
-		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
-		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.BillReconciler != nil})
-}
-
-func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		c.fail(w, r, model.ErrItemNotFound)
-		return
-	}
-	_, err = c.d.BillReconciler.ResolveItemAs(r.Context(), act(r), id)
-	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
 }
 
 // appliedBy names the provider of the payment that paid t's order: the

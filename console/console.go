@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"paynotify/metrics"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -37,9 +38,10 @@ type Deps struct {
 	Sessions  *service.Sessions
 	// Refunds does the refund actions; without it they are not offered.
 	Refunds *service.Refunds
-	// BillReconciler resolves reconciliation items; without it the
-	// resolve action is not offered.
-	BillReconciler *service.BillReconciler
+	// BillReconcilers resolve reconciliation items, each its provider's
+	// (the configured ones); without any the resolve action is not
+	// offered, and an item of a provider not among them is refused.
+	BillReconcilers map[model.Provider]*service.BillReconciler
 	// Operators maps each operator's name to their bcrypt hash.
 	Operators map[string]string
 	// AdminToken, when no operator is configured, signs in one operator
@@ -99,6 +101,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"/payments/{provider}/{trade_no}", c.signedIn(c.payment))
 	m.HandleFunc("GET "+Prefix+"/queues/refunds", c.signedIn(c.refundQueue))
 	m.HandleFunc("GET "+Prefix+"/queues/outbox", c.signedIn(c.outboxQueue))
+	m.HandleFunc("GET "+Prefix+"/reconciliations/{provider}/{date}", c.signedIn(c.reconRun))
 	m.HandleFunc("GET "+Prefix+"/audit", c.signedIn(c.auditLog))
 	m.HandleFunc("POST "+Prefix+"/logout", c.changing(c.logout))
 	m.HandleFunc("POST "+Prefix+"/zone", c.changing(c.setZone))

@@ -88,6 +88,19 @@ func only(names ...string) func(*console.Deps) {
 	}
 }
 
+// configured leaves only the named providers configured: their
+// reconcilers resolve items, and the overview shows their runs.
+func configured(providers ...model.Provider) func(*console.Deps) {
+	return func(d *console.Deps) {
+		chosen := map[model.Provider]*service.BillReconciler{}
+		for _, p := range providers {
+			chosen[p] = d.BillReconcilers[p]
+		}
+		d.BillReconcilers = chosen
+		d.Dashboard.Providers = providers
+	}
+}
+
 // newEnv serves a console over store, with operators alice and bob,
 // changed by opts.
 func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
@@ -97,8 +110,13 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
 		Log: log, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
-		BillReconciler: service.NewBillReconciler(store, nil, e.payments, log),
-		Operators:      operatorHashes(tb), Metrics: e.metrics, Now: e.clock.now,
+		BillReconcilers: map[model.Provider]*service.BillReconciler{},
+		Operators:       operatorHashes(tb), Metrics: e.metrics, Now: e.clock.now,
+	}
+	for _, p := range model.Providers {
+		r := service.NewBillReconciler(store, nil, e.payments, log)
+		r.Provider = p
+		d.BillReconcilers[p] = r
 	}
 	for _, o := range opts {
 		o(&d)

@@ -66,12 +66,19 @@ func TestUnmatchedPayment(t *testing.T) {
 	})
 }
 
-// reconRun records a finished reconciliation of date with items, as a run
-// does.
+// reconRun records a finished reconciliation of Alipay's bill of date with
+// items, as a run does.
 func reconRun(tb testing.TB, store *dao.Store, date string, items ...model.ReconItem) model.ReconRun {
 	tb.Helper()
+	return providerRun(tb, store, model.ProviderAlipay, date, items...)
+}
+
+// providerRun records a finished reconciliation of provider's bill of
+// date with items, as a run does.
+func providerRun(tb testing.TB, store *dao.Store, provider model.Provider, date string, items ...model.ReconItem) model.ReconRun {
+	tb.Helper()
 	ctx := tb.Context()
-	run, attempt, err := store.ClaimRun(ctx, model.ProviderAlipay, date, "test", time.Now(), time.Minute, nil)
+	run, attempt, err := store.ClaimRun(ctx, provider, date, "test", time.Now(), time.Minute, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -84,7 +91,7 @@ func reconRun(tb testing.TB, store *dao.Store, date string, items ...model.Recon
 	if err := store.FinishRun(ctx, run.ID, "test", attempt, dao.RunResult{State: model.ReconDone, Items: len(items)}, time.Now()); err != nil {
 		tb.Fatal(err)
 	}
-	run, err = store.ReconRun(ctx, model.ProviderAlipay, date)
+	run, err = store.ReconRun(ctx, provider, date)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -184,9 +191,11 @@ func TestReconQueueByProvider(t *testing.T) {
 		c := e.signedIn(t, "alice")
 		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
 		// Newest date first: WeChat Pay's run of the 30th, then Alipay's of the 29th.
-		mustContain(t, queue.body, "<td>WeChat Pay</td><td>2026-11-30</td><td><span class=\"badge done\"", "<td>Alipay</td><td>2026-11-29</td>",
-			"<td>WeChat Pay</td><td>2026-11-30</td><td><span class=\"badge unmatched\"", "WeChat Pay took it for no order")
-		if i, j := strings.Index(queue.body, "<td>WeChat Pay</td><td>2026-11-30</td>"), strings.Index(queue.body, "<td>Alipay</td><td>2026-11-29</td>"); i > j {
+		wxRun, aliRun := `<td>WeChat Pay</td><td><a href="/console/reconciliations/wechatpay/2026-11-30">2026-11-30</a></td>`,
+			`<td>Alipay</td><td><a href="/console/reconciliations/alipay/2026-11-29">2026-11-29</a></td>`
+		mustContain(t, queue.body, wxRun+`<td><span class="badge done"`, aliRun,
+			wxRun+`<td><span class="badge unmatched"`, "WeChat Pay took it for no order")
+		if i, j := strings.Index(squash(queue.body), wxRun), strings.Index(squash(queue.body), aliRun); i > j {
 			t.Error("the runs are not newest date first")
 		}
 		items, err := store.ReconItems(ctx, run.ID, model.ReconUnmatched, 10)
@@ -202,4 +211,172 @@ func TestReconQueueByProvider(t *testing.T) {
 			t.Fatalf("item after resolve: %+v", items[0])
 		}
 	})
+}
+
+// The overview shows each configured provider's latest run, linked to its
+// page; a provider not configured is not shown.
+func TestReconOverviewByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		// Before any run, each configured provider says so.
+		mustContain(t, newEnv(t, store).signedIn(t, "alice").mustGet(t, "/console/", http.StatusOK).body,
+			"<li>Alipay: none yet.</li>", "<li>WeChat Pay: none yet.</li>")
+
+		providerRun(t, store, model.ProviderAlipay, "2026-11-28")
+		providerRun(t, store, model.ProviderAlipay, "2026-11-29")
+		providerRun(t, store, model.ProviderWechatpay, "2026-11-30",
+			model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: "4200000001202611300000000001", TradeNo: "4200000001202611300000000001"})
+
+		c := newEnv(t, store).signedIn(t, "alice")
+		ov := c.mustGet(t, "/console/", http.StatusOK)
+		ali := `<li>Alipay: <a href="/console/reconciliations/alipay/2026-11-29">2026-11-29</a><span class="badge done" title="DONE">done</span>, 0 unresolved</li>`
+		wx := `<li>WeChat Pay: <a href="/console/reconciliations/wechatpay/2026-11-30">2026-11-30</a><span class="badge done" title="DONE">done</span>, 1 unresolved</li>`
+		mustContain(t, ov.body, ali, wx)
+		if strings.Contains(ov.body, "2026-11-28") {
+			t.Error("the overview shows a run older than Alipay's latest")
+		}
+
+		// WeChat Pay only: its run, and no word of Alipay's.
+		c = newEnv(t, store, configured(model.ProviderWechatpay)).signedIn(t, "alice")
+		ov = c.mustGet(t, "/console/", http.StatusOK)
+		mustContain(t, ov.body, wx)
+		if strings.Contains(squash(ov.body), "<li>Alipay:") {
+			t.Error("a WeChat Pay-only console shows Alipay's reconciliation")
+		}
+	})
+}
+
+// On a WeChat Pay-only console (no Alipay reconciler), a WeChat Pay item
+// is resolved through WeChat Pay's reconciler, audited against its order;
+// an Alipay item is refused with a sentence, and nothing changes.
+func TestReconResolveWeChatPayOnly(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store, configured(model.ProviderWechatpay))
+		ctx := t.Context()
+		order := mustOrder(t, store, "WX-RC-1", 1, "18.00")
+		tradeNo := "4200000001202611300000000042"
+		paidAt := time.Now().UTC().Truncate(time.Second)
+		if _, _, err := e.payments.Observe(ctx, model.Observation{Provider: model.ProviderWechatpay, Ref: "n-" + tradeNo, OutTradeNo: "WX-RC-1",
+			TradeNo: tradeNo, Amount: decimal.RequireFromString("18.00"), PaidAt: &paidAt}); err != nil {
+			t.Fatal(err)
+		}
+		wx := providerRun(t, store, model.ProviderWechatpay, "2026-11-30",
+			model.ReconItem{Outcome: model.ReconMissingAtProvider, Ref: tradeNo, TradeNo: tradeNo, OutTradeNo: "WX-RC-1", Detail: "not in WeChat Pay's bill"})
+		ali := providerRun(t, store, model.ProviderAlipay, "2026-11-30",
+			model.ReconItem{Outcome: model.ReconUnknownRefund, Ref: "R-ALI-1", OutRequestNo: "R-ALI-1", Detail: "a refund made at Alipay"})
+		wxItem, aliItem := itemOf(t, store, wx), itemOf(t, store, ali)
+
+		c := e.signedIn(t, "alice")
+		queue := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
+		// Only the WeChat Pay item offers the action.
+		mustContain(t, queue.body, fmt.Sprintf(`action="/console/reconciliation/items/%d/resolve"`, wxItem.ID))
+		if strings.Contains(queue.body, fmt.Sprintf(`action="/console/reconciliation/items/%d/resolve"`, aliItem.ID)) {
+			t.Error("an Alipay item offers resolve on a console without Alipay")
+		}
+		key := field(t, keyField, queue.body)
+
+		path := fmt.Sprintf("/console/reconciliation/items/%d/resolve", wxItem.ID)
+		form := url.Values{"csrf": {c.csrf(t)}, "key": {key}, "note": {"WeChat Pay's bill of the 1st has it"}, "next": {"/console/queues/reconciliation"}}
+		postTwice(t, c, path, form, "/console/queues/reconciliation")
+		if got := itemOf(t, store, wx); got.ResolvedAt == nil || got.ResolvedBy != "alice" || got.Note != "WeChat Pay's bill of the 1st has it" {
+			t.Fatalf("item after resolve: %+v", got)
+		}
+		rows := actions(t, store, model.AuditReconResolve)
+		if len(rows) != 1 || rows[0].Operator != "alice" || rows[0].TargetID != strconv.FormatInt(wxItem.ID, 10) ||
+			rows[0].Before != "MISSING_AT_PROVIDER of 2026-11-30, open" || rows[0].OrderID == nil || *rows[0].OrderID != order.ID {
+			t.Fatalf("audit: %+v", rows)
+		}
+
+		// Alipay's item: refused, and neither the item nor the audit moves.
+		path = fmt.Sprintf("/console/reconciliation/items/%d/resolve", aliItem.ID)
+		r := c.post(t, path, url.Values{"csrf": form["csrf"], "key": {strings.Repeat("c", 32)}, "note": {"done at Alipay"}})
+		if r.status != http.StatusUnprocessableEntity {
+			t.Fatalf("resolve an item of a provider not configured: %d", r.status)
+		}
+		mustContain(t, r.body, fmt.Sprintf("item %d is Alipay&#39;s; resolve it on an instance configured for Alipay", aliItem.ID))
+		if got := itemOf(t, store, ali); got.ResolvedAt != nil {
+			t.Fatalf("the refused resolve resolved the item: %+v", got)
+		}
+		if n := len(actions(t, store, model.AuditReconResolve)); n != 1 {
+			t.Fatalf("%d resolutions audited", n)
+		}
+	})
+}
+
+// itemOf is run's one item.
+func itemOf(tb testing.TB, store *dao.Store, run model.ReconRun) model.ReconItem {
+	tb.Helper()
+	items, err := store.ReconItems(tb.Context(), run.ID, "", 10)
+	if err != nil || len(items) != 1 {
+		tb.Fatalf("items of run %d: %v %v", run.ID, items, err)
+	}
+	return items[0]
+}
+
+// The page of one provider's run of one date: its summary, attempts and
+// items with their actions, for either provider; bad input is refused
+// with a sentence.
+func TestReconRunPage(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		bill, ledger := decimal.RequireFromString("29.00"), decimal.RequireFromString("30.00")
+		ali := providerRun(t, store, model.ProviderAlipay, "2026-11-30",
+			model.ReconItem{Outcome: model.ReconAmountDiffers, Ref: "T-RUN-1", TradeNo: "T-RUN-1", BillAmount: &bill, LedgerAmount: &ledger, Detail: "the bill says 29.00"},
+			model.ReconItem{Outcome: model.ReconRepaired, Ref: "T-RUN-2", TradeNo: "T-RUN-2", Detail: "recorded from the bill as APPLIED"})
+		wx := providerRun(t, store, model.ProviderWechatpay, "2026-11-30",
+			model.ReconItem{Outcome: model.ReconUnmatched, Ref: "4200000001202611300000000077", TradeNo: "4200000001202611300000000077", Detail: "WeChat Pay took it for no order"})
+		c := newEnv(t, store).signedIn(t, "alice")
+
+		page := c.mustGet(t, "/console/reconciliations/alipay/2026-11-30", http.StatusOK)
+		mustContain(t, page.body, "<h1>Alipay's bill of 2026-11-30</h1>", `<dt>state</dt><dd><span class="badge done" title="DONE">done</span></dd>`,
+			"<dt>attempts</dt><dd>1</dd>", "<dt>needs a look</dt><dd>1</dd>", "AMOUNT_DIFFERS 1<br>REPAIRED 1<br>",
+			// The attempt, and both items.
+			`<td class="num">1</td><td><code class="id">test</code></td>`, "2 item(s).", "the bill says 29.00", "29.00 CNY", "T-RUN-2",
+			fmt.Sprintf(`action="/console/reconciliation/items/%d/resolve"`, itemIDs(t, store, ali)[0]))
+		if strings.Contains(page.body, "WeChat Pay took it") {
+			t.Error("Alipay's run page lists WeChat Pay's item")
+		}
+		// One outcome.
+		one := c.mustGet(t, "/console/reconciliations/alipay/2026-11-30?outcome=REPAIRED", http.StatusOK)
+		mustContain(t, one.body, "1 item(s).", "T-RUN-2")
+		if strings.Contains(one.body, "T-RUN-1") {
+			t.Error("the REPAIRED tab lists an AMOUNT_DIFFERS item")
+		}
+
+		page = c.mustGet(t, "/console/reconciliations/wechatpay/2026-11-30", http.StatusOK)
+		mustContain(t, page.body, "<h1>WeChat Pay's bill of 2026-11-30</h1>", "WeChat Pay took it for no order", "1 item(s).",
+			fmt.Sprintf(`action="/console/reconciliation/items/%d/resolve"`, itemIDs(t, store, wx)[0]))
+		if strings.Contains(page.body, "T-RUN-1") {
+			t.Error("WeChat Pay's run page lists Alipay's item")
+		}
+		// The runs list links to each.
+		mustContain(t, c.mustGet(t, "/console/queues/reconciliation", http.StatusOK).body,
+			`href="/console/reconciliations/alipay/2026-11-30"`, `href="/console/reconciliations/wechatpay/2026-11-30"`)
+
+		for _, bad := range []struct {
+			path   string
+			status int
+			says   string
+		}{
+			{"/console/reconciliations/paypal/2026-11-30", http.StatusNotFound, "No such provider"},
+			{"/console/reconciliations/alipay/2026-11-31", http.StatusBadRequest, "A bill date is written yyyy-MM-dd"},
+			{"/console/reconciliations/alipay/30-11-2026", http.StatusBadRequest, "A bill date is written yyyy-MM-dd"},
+			{"/console/reconciliations/wechatpay/2026-11-29", http.StatusNotFound, "WeChat Pay&#39;s bill of 2026-11-29 has not been reconciled"},
+			{"/console/reconciliations/alipay/2026-11-30?outcome=BOGUS", http.StatusBadRequest, "Unknown reconciliation outcome."},
+		} {
+			mustContain(t, c.mustGet(t, bad.path, bad.status).body, bad.says)
+		}
+	})
+}
+
+// itemIDs are the ids of run's items, in the order it found them.
+func itemIDs(tb testing.TB, store *dao.Store, run model.ReconRun) []int64 {
+	tb.Helper()
+	items, err := store.ReconItems(tb.Context(), run.ID, "", 100)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	return ids
 }

@@ -57,6 +57,7 @@ var funcs = template.FuncMap{
 	"money":        money,
 	"orderLink":    orderLink,
 	"payLink":      payLink,
+	"runLink":      runLink,
 	"providerName": model.Provider.Name,
 	"status":       func(s model.OrderStatus) string { return s.String() },
 	"outcome":      func(p model.Payment) string { return label(model.OutcomeOf(p.State, p.Reason)) },
@@ -72,14 +73,12 @@ var funcs = template.FuncMap{
 // outcome; the enum itself stays in the badge's title, as the API and the
 // logs write it.
 var labels = map[string]string{
-	"REFUND_PENDING":           "owed back",
-	"refund_pending":           "owed back",
-	"REFUND_FAILED":            "refund failed",
-	"UNMATCHED":                "unmatched (no order)",
-	"unmatched":                "unmatched (no order)",
-	"AWAITING_PAYMENT":         "awaiting payment",
-	"MISSING_AT_ALIPAY":        "missing at Alipay",
-	"REFUND_MISSING_AT_ALIPAY": "refund missing at Alipay",
+	"REFUND_PENDING":   "owed back",
+	"refund_pending":   "owed back",
+	"REFUND_FAILED":    "refund failed",
+	"UNMATCHED":        "unmatched (no order)",
+	"unmatched":        "unmatched (no order)",
+	"AWAITING_PAYMENT": "awaiting payment",
 }
 
 // label is how a page says v (a state, a decision, an outcome): its words
@@ -328,6 +327,8 @@ var errorTable = []struct {
 	{model.ErrRefundNotFound, http.StatusNotFound, "No such refund."},
 	{model.ErrEventNotFound, http.StatusNotFound, "No such event."},
 	{model.ErrItemNotFound, http.StatusNotFound, "No such reconciliation item."},
+	{model.ErrRunNotFound, http.StatusNotFound, "No reconciliation run of that provider's bill of that date."},
+	{model.ErrProviderOff, http.StatusUnprocessableEntity, ""},
 	{model.ErrNotUnmatched, http.StatusConflict, ""},
 	{model.ErrInvalidRequest, http.StatusBadRequest, ""},
 	{model.ErrNotActionable, http.StatusConflict, ""},

@@ -319,6 +319,17 @@ func (s *Store) ReconItem(ctx context.Context, id int64) (model.ReconRow, error)
 	return rows[0], nil
 }
 
+// ReconRowsOfRun lists up to limit items of one run in the order it
+// found them, with its bill date and where each trade stands now: of one
+// outcome if set.
+func (s *Store) ReconRowsOfRun(ctx context.Context, runID int64, outcome model.ReconOutcome, limit int) ([]model.ReconRow, error) {
+	q := s.reconItems(ctx).Where("i.run_id = ?", runID)
+	if outcome != "" {
+		q = q.Where("i.outcome = ?", outcome)
+	}
+	return s.reconRows(q.Order("i.id").Limit(limit))
+}
+
 // ReconItemPage lists reconciliation items across runs, newest bill date
 // first, skipping offset: of one outcome if set, and only those needing
 // an operator (unresolved, and not REPAIRED — the repair resolved those)

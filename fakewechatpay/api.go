@@ -193,12 +193,7 @@ func (s *Server) queryByID(r *http.Request, _ []byte) (int, any) {
 	}
 	id := r.PathValue("transaction_id")
 	s.mu.Lock()
-	var found *Trade
-	for _, t := range s.byOut {
-		if t.TransactionID == id && id != "" {
-			found = t
-		}
-	}
+	found := s.byTransaction(id)
 	var t Trade
 	if found != nil {
 		t = *found

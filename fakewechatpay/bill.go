@@ -179,7 +179,7 @@ func (s *Server) billLines(day time.Time) []bill.Line {
 	}
 	money := func(fen int64) decimal.Decimal { return decimal.New(fen, -2) }
 	var lines []bill.Line
-	for _, t := range s.byOut {
+	for _, t := range s.trades() {
 		e := s.bill.edits[t.TransactionID]
 		if t.Paid.IsZero() || !on(t.Paid) || e.drop {
 			continue

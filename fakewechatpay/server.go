@@ -103,21 +103,25 @@ type Server struct {
 	bg   context.Context
 	stop context.CancelFunc
 
-	mu       sync.Mutex
-	idle     *sync.Cond
-	byOut    map[string]*Trade
-	byPrepay map[string]*Trade
-	refunds  map[string]*Refund // by out_refund_no
-	settle   []wechatpay.RefundStatus
-	calls    map[string]int
-	faults   map[string][]*fault
-	notes    []Notification
-	lose     bool
-	hold     bool
-	copies   int
-	inflight int
-	seq      int
-	bill     billState
+	mu    sync.Mutex
+	idle  *sync.Cond
+	byOut map[string]*Trade
+	// elsewhere holds paid transactions told of (AddPaidTrade) for an
+	// out_trade_no byOut already has: a second payment of one order, as
+	// dev's replay files make. The bill and queries by id find them.
+	elsewhere []*Trade
+	byPrepay  map[string]*Trade
+	refunds   map[string]*Refund // by out_refund_no
+	settle    []wechatpay.RefundStatus
+	calls     map[string]int
+	faults    map[string][]*fault
+	notes     []Notification
+	lose      bool
+	hold      bool
+	copies    int
+	inflight  int
+	seq       int
+	bill      billState
 }
 
 // New checks cfg and returns a fake with no trades.

@@ -166,11 +166,7 @@ func (s *Server) makeRefund(r Refund) (Refund, error) {
 	}
 	var t *Trade
 	if r.TransactionID != "" {
-		for _, c := range s.byOut {
-			if c.TransactionID == r.TransactionID {
-				t = c
-			}
-		}
+		t = s.byTransaction(r.TransactionID)
 	} else {
 		t = s.byOut[r.OutTradeNo]
 	}
@@ -272,7 +268,7 @@ func (s *Server) refundResource(r Refund) map[string]any {
 func (s *Server) AddPaidTrade(outTradeNo, transactionID string, fen int64, paidAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.byOut[outTradeNo]; ok {
+	if s.byTransaction(transactionID) != nil {
 		return
 	}
 	s.seq++
@@ -280,6 +276,34 @@ func (s *Server) AddPaidTrade(outTradeNo, transactionID string, fen int64, paidA
 		OutTradeNo: outTradeNo, PrepayID: fmt.Sprintf("wx%014d", s.seq), TransactionID: transactionID, TradeType: "NATIVE",
 		Description: "Order " + outTradeNo, Total: fen, State: wechatpay.TradeSuccess, Paid: paidAt, OpenID: "oFAKE" + nonce(23),
 	}
+	if _, ok := s.byOut[outTradeNo]; ok {
+		s.elsewhere = append(s.elsewhere, t)
+		return
+	}
 	s.byOut[outTradeNo] = t
 	s.byPrepay[t.PrepayID] = t
+}
+
+// trades is every transaction the fake holds: one per out_trade_no, and
+// those told of elsewhere. The caller holds mu.
+func (s *Server) trades() []*Trade {
+	all := make([]*Trade, 0, len(s.byOut)+len(s.elsewhere))
+	for _, t := range s.byOut {
+		all = append(all, t)
+	}
+	return append(all, s.elsewhere...)
+}
+
+// byTransaction is the trade of WeChat Pay's transaction_id id, or nil.
+// The caller holds mu.
+func (s *Server) byTransaction(id string) *Trade {
+	if id == "" {
+		return nil
+	}
+	for _, t := range s.trades() {
+		if t.TransactionID == id {
+			return t
+		}
+	}
+	return nil
 }

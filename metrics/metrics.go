@@ -13,9 +13,12 @@ package metrics
 
 import (
 	"database/sql"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"paynotify/model"
 )
 
 // Metrics is every metric of one instance, registered on one registry.
@@ -48,6 +51,10 @@ type Metrics struct {
 	consumed  *prometheus.CounterVec
 	purged    *prometheus.CounterVec
 	overdue   *prometheus.GaugeVec
+
+	// providers are the configured ones (Providers), read at each scrape.
+	mu        sync.Mutex
+	providers []model.Provider
 
 	reg prometheus.Registerer
 }

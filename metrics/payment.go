@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"paynotify/model"
@@ -40,12 +42,24 @@ func (m *Metrics) newPayment() {
 
 // Providers gives each configured provider its series from the start
 // (refunds refunded and failed), so an alert on "failed" has a series to
-// watch.
+// watch, and names the providers whose last reconciled bill date
+// WatchState's gauge reports: only theirs, so a provider not configured
+// is never alerted on.
 func (m *Metrics) Providers(providers []model.Provider) {
 	for _, p := range providers {
 		m.refunds.WithLabelValues(string(p), "refunded")
 		m.refunds.WithLabelValues(string(p), "failed")
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.providers = slices.Clone(providers)
+}
+
+// configured is what Providers was last given.
+func (m *Metrics) configured() []model.Provider {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.providers
 }
 
 // PaymentUnmatched counts a payment recorded UNMATCHED (for

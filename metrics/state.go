@@ -60,15 +60,39 @@ func (m *Metrics) WatchState(store StateReader) {
 		q, err := store.ReconQueue(ctx)
 		return float64(q.Count), err
 	})))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_last_success_date",
-		Help: "The last bill date (Beijing midnight, as Unix time) reconciled without failing, from the runs; 0 if none was: alert when it is older than two days.",
-	}, read(func(ctx context.Context) (float64, error) {
-		date, ok, err := store.LastReconciled(ctx, model.ProviderAlipay)
-		if err != nil || !ok {
-			return 0, err
-		}
-		day, err := service.ParseBillDate(date)
-		return float64(day.Unix()), err
-	})))
+	m.reg.MustRegister(lastReconciled{
+		desc: prometheus.NewDesc("paynotify_reconciliation_last_success_date",
+			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; 0 if none was: alert when it is older than two days.",
+			[]string{"provider"}, nil),
+		providers: m.configured,
+		read: func(p model.Provider) float64 {
+			return read(func(ctx context.Context) (float64, error) {
+				date, ok, err := store.LastReconciled(ctx, p)
+				if err != nil || !ok {
+					return 0, err
+				}
+				day, err := service.ParseBillDate(date)
+				return float64(day.Unix()), err
+			})()
+		},
+	})
+}
+
+// lastReconciled reports each configured provider's last bill date
+// reconciled: one series per provider Metrics.Providers names, read at
+// each scrape (the providers are known only once the services are wired).
+type lastReconciled struct {
+	desc      *prometheus.Desc
+	providers func() []model.Provider
+	read      func(model.Provider) float64
+}
+
+// Describe implements prometheus.Collector.
+func (c lastReconciled) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c lastReconciled) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.providers() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.read(p), string(p))
+	}
 }

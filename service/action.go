@@ -168,7 +168,9 @@ func (r *Refunds) RefundPayment(ctx context.Context, act model.Act, provider mod
 
 // ResolveItemAs records that an operator looked at a reconciliation item
 // and why it needs nothing more (the note), once, with its admin_audit row
-// in the same transaction.
+// in the same transaction. The item must be of r's provider (its order is
+// found by r's provider's trade_no): another provider's is
+// model.ErrNotActionable, and nothing is recorded.
 func (r *BillReconciler) ResolveItemAs(ctx context.Context, act model.Act, id int64) (model.ReconItem, error) {
 	if err := checkAct(act, true); err != nil {
 		return model.ReconItem{}, err
@@ -176,6 +178,9 @@ func (r *BillReconciler) ResolveItemAs(ctx context.Context, act model.Act, id in
 	row, err := r.store.ReconItem(ctx, id)
 	if err != nil {
 		return model.ReconItem{}, err
+	}
+	if row.Provider != r.Provider {
+		return model.ReconItem{}, fmt.Errorf("%w: item %d is of %s's reconciliation, not %s's", model.ErrNotActionable, id, row.Provider.Name(), r.Provider.Name())
 	}
 	return r.resolveItem(ctx, row, act, act.Operator, "resolved", false)
 }

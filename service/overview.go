@@ -16,10 +16,15 @@ import (
 type Dashboard struct {
 	store *dao.Store
 	now   func() time.Time
+	// Providers are those whose latest reconciliation the overview shows,
+	// in this order: the configured ones (NewDashboard: every provider).
+	Providers []model.Provider
 }
 
 // NewDashboard returns the overview over store.
-func NewDashboard(store *dao.Store) *Dashboard { return &Dashboard{store: store, now: time.Now} }
+func NewDashboard(store *dao.Store) *Dashboard {
+	return &Dashboard{store: store, now: time.Now, Providers: model.Providers}
+}
 
 // ChartMinutes is how many minutes the overview's chart covers.
 const ChartMinutes = 120
@@ -55,10 +60,18 @@ type QueueCounts struct {
 	OutboxPending         model.QueueCount
 	OutboxFailed          model.QueueCount
 	PaymentsUnmatched     model.QueueCount
-	// ReconOpen counts reconciliation items an operator has to look at;
-	// LastRun is the newest run (nil before the first).
+	// ReconOpen counts reconciliation items an operator has to look at
+	// (every provider's); LastRuns has each of Dashboard.Providers' newest
+	// run.
 	ReconOpen model.QueueCount
-	LastRun   *model.ReconRun
+	LastRuns  []ProviderRun
+}
+
+// ProviderRun is one provider's newest reconciliation run: Run is nil
+// before its first.
+type ProviderRun struct {
+	Provider model.Provider
+	Run      *model.ReconRun
 }
 
 // ChartBar is one minute of payments recorded, by outcome.
@@ -130,11 +143,18 @@ func (d *Dashboard) queues(ctx context.Context) (QueueCounts, error) {
 	if q.ReconOpen, err = d.store.ReconQueue(ctx); err != nil {
 		return q, err
 	}
-	runs, err := d.store.ReconRuns(ctx, model.ProviderAlipay, 1)
-	if len(runs) > 0 {
-		q.LastRun = &runs[0]
+	for _, p := range d.Providers {
+		runs, err := d.store.ReconRuns(ctx, p, 1)
+		if err != nil {
+			return q, err
+		}
+		last := ProviderRun{Provider: p}
+		if len(runs) > 0 {
+			last.Run = &runs[0]
+		}
+		q.LastRuns = append(q.LastRuns, last)
 	}
-	return q, err
+	return q, nil
 }
 
 func (d *Dashboard) chart(ctx context.Context, now time.Time) ([]ChartBar, error) {

@@ -144,6 +144,40 @@ func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, er
 	return runs[:min(len(runs), limit)], nil
 }
 
+// ReconRunPage is one provider's run of one date for the console: the
+// run, its attempts, and its first items.
+type ReconRunPage struct {
+	Run     model.ReconRun
+	History []model.ReconAttempt
+	Rows    []model.ReconRow
+}
+
+// ReconRunPageSize is how many of a run's items ReconRun lists.
+const ReconRunPageSize = 500
+
+// ReconRun reads provider's run of date with its attempts and its first
+// ReconRunPageSize items (of one outcome if set), each beside where its
+// payment stands now. It reads any provider's runs, configured here or
+// not.
+func (q *Queues) ReconRun(ctx context.Context, provider model.Provider, date string, outcome model.ReconOutcome) (ReconRunPage, error) {
+	if _, err := ParseBillDate(date); err != nil {
+		return ReconRunPage{}, err
+	}
+	if outcome != "" && !outcome.Valid() {
+		return ReconRunPage{}, fmt.Errorf("%w: outcome %q", model.ErrInvalidRequest, outcome)
+	}
+	run, err := q.store.ReconRun(ctx, provider, date)
+	if err != nil {
+		return ReconRunPage{}, err
+	}
+	p := ReconRunPage{Run: run}
+	if p.History, err = q.store.ReconAttempts(ctx, run.ID); err != nil {
+		return ReconRunPage{}, err
+	}
+	p.Rows, err = q.store.ReconRowsOfRun(ctx, run.ID, outcome, ReconRunPageSize)
+	return p, err
+}
+
 // Outbox lists up to limit events in a state, oldest first, and counts all
 // of them.
 func (q *Queues) Outbox(ctx context.Context, state model.OutboxState, limit int) ([]model.OutboxRow, int64, error) {

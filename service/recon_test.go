@@ -395,65 +395,150 @@ func TestReconcileNeighbouringDay(t *testing.T) {
 	})
 }
 
-// Two instances reconciling one date at once repair once, whichever
-// claims the date first — and each is seen to win. The other finds the
-// date held (ErrRunBusy) or, if the winner had already finished, runs it
-// again and repairs nothing.
+// Two instances reconciling one Alipay date at once repair once,
+// whichever claims the date first — and each is seen to win.
 func TestReconcileTwoInstances(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		r := newReconRig(t, store)
-		a, b := r.instance("instance-a"), r.instance("instance-b")
-		seen := map[string]bool{}
-		first := bjTime(t, reconDay+" 10:00:00")
-		for round := 0; round < 100 && !(seen["instance-a"] && seen["instance-b"]); round++ {
-			// Each round is a day of its own, further back.
-			at := first.AddDate(0, 0, -round)
-			date := at.Format("2006-01-02")
-			r.clock.mu.Lock()
-			r.clock.at = at
-			r.clock.mu.Unlock()
-			sn := fmt.Sprintf("RC-TWO-%d", round)
-			id := r.order(t, sn, "9.00")
-			r.fake.AddPaidTrade(sn, fmt.Sprintf("2026113022001400000000%06d", 600+round), dec("9.00"), at)
-			var runs [2]model.ReconRun
-			var errs [2]error
-			startAll(2, func(i int) {
-				runs[i], errs[i] = []*service.BillReconciler{a, b}[i].Run(ctx, date)
+		r.raceTwoInstances(t, model.ProviderAlipay, bjTime(t, reconDay+" 10:00:00"), 100, r.instance,
+			func(round int, at time.Time) (int64, string) {
+				sn := fmt.Sprintf("RC-TWO-%d", round)
+				id := r.order(t, sn, raceAmount)
+				tradeNo := fmt.Sprintf("2026113022001400000000%06d", 600+round)
+				r.fake.AddPaidTrade(sn, tradeNo, dec(raceAmount), at)
+				return id, tradeNo
 			})
-			busy := 0
-			for i, err := range errs {
-				switch {
-				case errors.Is(err, model.ErrRunBusy):
-					busy++
-				case err != nil:
-					t.Fatalf("instance %d: %v", i, err)
-				case runs[i].State != model.ReconDone:
-					t.Fatalf("instance %d: %+v", i, runs[i])
-				}
-			}
-			if busy == 2 {
-				t.Fatal("both instances found the date busy")
-			}
-			var winner string
-			if err := store.SQL().QueryRow(`SELECT a.owner FROM recon_attempt a JOIN recon_run r ON r.id = a.run_id
-				WHERE r.bill_date = ? AND a.attempt_no = 1`, date).Scan(&winner); err != nil {
-				t.Fatal(err)
-			}
-			seen[winner] = true
-			if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment WHERE order_id = ?", id); n != 1 {
-				t.Fatalf("%s: %d payments recorded", date, n)
-			}
-			if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE aggregate_id = ? AND event_type = ?", id, model.EventOrderPaid); n != 1 {
-				t.Fatalf("%s: %d order.paid events", date, n)
-			}
-			if n := r.count(t, "SELECT COUNT(*) FROM recon_item WHERE outcome = 'REPAIRED' AND trade_no LIKE ?", fmt.Sprintf("%%%06d", 600+round)); n != 1 {
-				t.Fatalf("%s: %d REPAIRED items", date, n)
-			}
-		}
-		if !seen["instance-a"] || !seen["instance-b"] {
-			t.Fatalf("outcomes seen %v: the race did not show both", seen)
-		}
 	})
+}
+
+// raceAmount is what the lost payment of each round of raceTwoInstances
+// pays; raceFee is its fee at the fakes' 0.6 %.
+const raceAmount, raceFee = "50.00", "0.30"
+
+// raceTwoInstances races two instances' Run (made by instance) over one
+// date a round, each round a day further back from first, until each
+// instance has been seen to claim a date first, for at most rounds
+// rounds. pay makes the round's payment: raceAmount paid at the provider
+// at at, for an order, its notification lost. Whichever instance wins,
+// the date is repaired once: one payment, one order.paid, one REPAIRED
+// item, and the payment's fee booked once — the run's events booked by
+// Accounting leave fee_expense and the provider's clearing account
+// raceFee apart per round. The other instance finds the date held
+// (ErrRunBusy) or, if the winner had already finished, runs it again and
+// repairs nothing.
+func (r *reconRig) raceTwoInstances(t *testing.T, provider model.Provider, first time.Time, rounds int,
+	instance func(owner string) *service.BillReconciler, pay func(round int, at time.Time) (orderID int64, tradeNo string)) {
+	t.Helper()
+	owners := [2]string{"instance-a", "instance-b"}
+	recs := [2]*service.BillReconciler{instance(owners[0]), instance(owners[1])}
+	accounting := service.NewAccounting(r.store)
+	seen, outcomes := map[string]bool{}, map[string]int{}
+	round := 0
+	for ; round < rounds && !(seen[owners[0]] && seen[owners[1]]); round++ {
+		at := first.AddDate(0, 0, -round)
+		date := at.Format(time.DateOnly)
+		r.clock.mu.Lock()
+		r.clock.at = at
+		r.clock.mu.Unlock()
+		id, tradeNo := pay(round, at)
+		var runs [2]model.ReconRun
+		var errs [2]error
+		// Goroutines released at once are not scheduled fairly (the last
+		// one readied tends to run first): each round swaps which
+		// instance's goroutine is started first.
+		swap := round % 2
+		startAll(2, func(g int) {
+			i := g ^ swap
+			runs[i], errs[i] = recs[i].Run(ctx, date)
+		})
+		busy := 0
+		for i, err := range errs {
+			switch {
+			case errors.Is(err, model.ErrRunBusy):
+				busy++
+				outcomes["busy"]++
+			case err != nil:
+				t.Fatalf("%s: instance %d: %v", date, i, err)
+			case runs[i].State != model.ReconDone || runs[i].Provider != provider:
+				t.Fatalf("%s: instance %d: %+v", date, i, runs[i])
+			}
+		}
+		if busy == 2 {
+			t.Fatalf("%s: both instances found the date busy", date)
+		}
+		var winner string
+		if err := r.store.SQL().QueryRow(`SELECT a.owner FROM recon_attempt a JOIN recon_run r ON r.id = a.run_id
+			WHERE r.provider = ? AND r.bill_date = ? AND a.attempt_no = 1`, provider, date).Scan(&winner); err != nil {
+			t.Fatal(err)
+		}
+		seen[winner] = true
+		if busy == 0 {
+			outcomes["ran again"]++
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM oms_order_payment WHERE order_id = ? AND provider = ?", id, provider); n != 1 {
+			t.Fatalf("%s: %d payments recorded", date, n)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM outbox WHERE aggregate_id = ? AND event_type = ?", id, model.EventOrderPaid); n != 1 {
+			t.Fatalf("%s: %d order.paid events", date, n)
+		}
+		if n := r.count(t, `SELECT COUNT(*) FROM recon_item i JOIN recon_run r ON r.id = i.run_id
+			WHERE r.provider = ? AND i.outcome = ? AND i.trade_no = ?`, provider, model.ReconRepaired, tradeNo); n != 1 {
+			t.Fatalf("%s: %d REPAIRED items", date, n)
+		}
+		r.bookAll(t, accounting)
+		paid, fees := dec(raceAmount).Mul(decimal.NewFromInt(int64(round+1))), dec(raceFee).Mul(decimal.NewFromInt(int64(round+1)))
+		clearing, expense := r.journalTotal(t, model.ClearingAccount(provider)), r.journalTotal(t, model.AccountFeeExpense)
+		if !clearing.Debit.Equal(paid) || !clearing.Credit.Equal(fees) || !expense.Debit.Equal(fees) || !expense.Credit.IsZero() {
+			t.Fatalf("%s: after %d rounds %s is %+v and %s %+v; want %s paid in, %s of fees out",
+				date, round+1, clearing.Account, clearing, model.AccountFeeExpense, expense, paid, fees)
+		}
+	}
+	if !seen[owners[0]] || !seen[owners[1]] {
+		t.Fatalf("first claims seen %v in %d rounds: the race did not show both", seen, round)
+	}
+	t.Logf("each instance claimed first within %d rounds; the other found the date %v", round, outcomes)
+}
+
+// bookAll books every event in the outbox through the accounting
+// consumer, as the relay and the broker would deliver them: at least once
+// (what was booked before is a duplicate, booked once).
+func (r *reconRig) bookAll(t *testing.T, a *service.Accounting) {
+	t.Helper()
+	rows, err := r.store.SQL().Query("SELECT payload FROM outbox ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []model.Event
+	for rows.Next() {
+		var payload string
+		if err := rows.Scan(&payload); err != nil {
+			t.Fatal(err)
+		}
+		var ev model.Event
+		mustJSON(t, payload, &ev)
+		evs = append(evs, ev)
+	}
+	rows.Close()
+	for _, ev := range evs {
+		if err := a.Book(ctx, ev); err != nil {
+			t.Fatalf("book %s %s: %v", ev.Type, ev.ID, err)
+		}
+	}
+}
+
+// journalTotal is what the journal has booked on account.
+func (r *reconRig) journalTotal(t *testing.T, account string) model.AccountTotal {
+	t.Helper()
+	totals, err := r.store.JournalTotals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range totals {
+		if a.Account == account {
+			return a
+		}
+	}
+	return model.AccountTotal{Account: account}
 }
 
 // The daily job runs yesterday once the time of day has come, and retries

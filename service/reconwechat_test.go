@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -190,6 +191,26 @@ func TestReconcileWechatPayDay(t *testing.T) {
 		if alipayRun.Provider != model.ProviderAlipay || alipayRun.State != model.ReconDone || alipayRun.Bill.Payments != 0 {
 			t.Fatalf("Alipay's run %+v", alipayRun)
 		}
+	})
+}
+
+// Two instances reconciling one WeChat Pay date at once repair a lost
+// notification once, whichever claims the date first — and each is seen
+// to win: one payment, one order.paid, one REPAIRED item, its 手续费
+// booked once against wechatpay_clearing. The days go back from
+// yesterday: WeChat Pay keeps three months of bills, and the SDK signs
+// with the real time.
+func TestReconcileWechatPayTwoInstances(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newWechatRig(t, store)
+		r.raceTwoInstances(t, model.ProviderWechatpay, bjTime(t, r.day+" 10:00:00"), 80, r.wechatInstance,
+			func(round int, at time.Time) (int64, string) {
+				sn := fmt.Sprintf("WX-TWO-%d", round)
+				id := r.order(t, sn, raceAmount)
+				transactionID := fmt.Sprintf("4200002026113000000000%06d", 600+round)
+				r.wx.AddPaidTrade(sn, transactionID, 5000, at)
+				return id, transactionID
+			})
 	})
 }
 

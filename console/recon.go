@@ -1,0 +1,129 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"paynotify/model"
+	"paynotify/service"
+)
+
+type reconQueueData struct {
+	page
+	Runs     []model.ReconRun
+	Outcome  model.ReconOutcome
+	Outcomes []model.ReconOutcome
+	Open     bool
+	Rows     []model.ReconRow
+	Count    int64
+	Page     int
+	HasNext  bool
+	// Resolves are the providers whose items this console resolves.
+	Resolves map[model.Provider]*service.BillReconciler
+}
+
+// reconQueue shows the latest reconciliation runs and the items they
+// found: by default those an operator has to look at.
+func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	outcome := model.ReconOutcome(strings.ToUpper(q.Get("outcome")))
+	if outcome != "" && !outcome.Valid() {
+		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
+		return
+	}
+	open := q.Get("all") == ""
+	pageNo := pageParam(r, "page")
+	runs, err := c.d.Queues.ReconRuns(r.Context(), 14)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	rows, n, err := c.d.Queues.ReconQueue(r.Context(), outcome, open, pageNo)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
+		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
+		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.BillReconcilers})
+}
+
+func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		c.fail(w, r, model.ErrItemNotFound)
+		return
+	}
+	// Through the item's own provider's reconciler: it finds the item's
+	// order by that provider's trade_no.
+	row, err := c.d.Lookup.ReconItem(r.Context(), id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	rec := c.d.BillReconcilers[row.Provider]
+	if rec == nil {
+		c.fail(w, r, fmt.Errorf("%w: item %d is %s's; resolve it on an instance configured for %s",
+			model.ErrProviderOff, id, row.Provider.Name(), row.Provider.Name()))
+		return
+	}
+	_, err = rec.ResolveItemAs(r.Context(), act(r), id)
+	c.done(w, r, err, back(r, Prefix+"/queues/reconciliation"), "resolved")
+}
+
+type reconRunData struct {
+	page
+	service.ReconRunPage
+	Outcome  model.ReconOutcome
+	Outcomes []model.ReconOutcome
+	// Total is how many items the run has (of Outcome if set); Rows holds
+	// at most service.ReconRunPageSize of them.
+	Total int
+	// Resolves are the providers whose items this console resolves.
+	Resolves map[model.Provider]*service.BillReconciler
+}
+
+// reconRun shows one provider's run of one date: what the bill and our
+// ledger said, its attempts, and its items (of one outcome if asked).
+func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
+	provider, err := model.ParseProvider(r.PathValue("provider"))
+	if err != nil {
+		c.status(w, r, http.StatusNotFound, "No such provider: reconciliation runs are alipay's or wechatpay's.")
+		return
+	}
+	date := r.PathValue("date")
+	if _, err := service.ParseBillDate(date); err != nil {
+		c.status(w, r, http.StatusBadRequest, "A bill date is written yyyy-MM-dd (Beijing), such as 2026-11-30.")
+		return
+	}
+	outcome := model.ReconOutcome(strings.ToUpper(r.URL.Query().Get("outcome")))
+	if outcome != "" && !outcome.Valid() {
+		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
+		return
+	}
+	p, err := c.d.Queues.ReconRun(r.Context(), provider, date, outcome)
+	if errors.Is(err, model.ErrRunNotFound) {
+		c.status(w, r, http.StatusNotFound, provider.Name()+"'s bill of "+date+" has not been reconciled: there is no run of that date.")
+		return
+	}
+	if err != nil {
+		c.failAbout(w, r, err, Prefix+"/queues/reconciliation", "the reconciliation runs")
+		return
+	}
+	d := reconRunData{page: c.page(r, provider.Name()+"'s reconciliation of "+date), ReconRunPage: p, Outcome: outcome,
+		Outcomes: model.ReconOutcomes, Resolves: c.d.BillReconcilers}
+	for o, n := range p.Run.Counts {
+		if outcome == "" || o == outcome {
+			d.Total += n
+		}
+	}
+	c.render(w, r, http.StatusOK, "reconrun", d)
+}
+
+// runLink is the console page of provider's run of date.
+func runLink(provider model.Provider, date string) string {
+	return Prefix + "/reconciliations/" + pathEscape(string(provider)) + "/" + pathEscape(date)
+}

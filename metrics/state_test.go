@@ -1,0 +1,73 @@
+package metrics_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"paynotify/dao"
+	"paynotify/dao/daotest"
+	"paynotify/metrics"
+	"paynotify/model"
+	"paynotify/service"
+)
+
+// The last reconciled bill date is one series per configured provider,
+// read from the runs: a provider with no DONE run reports 0, and one not
+// configured has no series at all (so no alert watches it).
+func TestReconLastSuccessByProvider(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		finish := func(p model.Provider, date string, state model.ReconState) {
+			t.Helper()
+			run, attempt, err := store.ClaimRun(ctx, p, date, "test", time.Now(), time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.FinishRun(ctx, run.ID, "test", attempt, dao.RunResult{State: state}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		finish(model.ProviderAlipay, "2026-11-29", model.ReconDone)
+		finish(model.ProviderAlipay, "2026-11-30", model.ReconFailed) // not a success: the 29th stays the last
+		day := func(date string) string {
+			d, err := service.ParseBillDate(date)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strconv.FormatFloat(float64(d.Unix()), 'g', -1, 64) // as the text format writes it
+		}
+		scrape := func(providers ...model.Provider) string {
+			reg := prometheus.NewRegistry()
+			m := metrics.New(reg)
+			m.WatchState(store)
+			m.Providers(providers)
+			rec := httptest.NewRecorder()
+			promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			return rec.Body.String()
+		}
+		const gauge = "paynotify_reconciliation_last_success_date"
+
+		body := scrape(model.ProviderAlipay, model.ProviderWechatpay)
+		for _, w := range []string{gauge + `{provider="alipay"} ` + day("2026-11-29"), gauge + `{provider="wechatpay"} 0`} {
+			if !strings.Contains(body, w+"\n") {
+				t.Errorf("/metrics lacks %q:\n%s", w, body)
+			}
+		}
+
+		finish(model.ProviderWechatpay, "2026-11-30", model.ReconDone)
+		body = scrape(model.ProviderWechatpay)
+		if w := gauge + `{provider="wechatpay"} ` + day("2026-11-30"); !strings.Contains(body, w+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", w, body)
+		}
+		if strings.Contains(body, `provider="alipay"`) {
+			t.Errorf("a WeChat Pay-only instance reports Alipay's reconciliation:\n%s", body)
+		}
+	})
+}
