@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -55,6 +56,21 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 	if status, answer := postWeChat(t, base+"/wechatpay/notify", bytes.TrimSpace(body), "wechatpay_platform_private_key.pem", devWeChatCertSerial); status != 204 {
 		t.Errorf("resend by the platform certificate: %d %s", status, answer)
 	}
+
+	// Every refusal is a failure the failure-share alert sees, every 2xx
+	// a success; the probe, no notification, is neither.
+	failures, successes := 0, 1 // the platform certificate's resend
+	for _, c := range weChatCases {
+		if c.status >= 400 {
+			failures++
+		} else {
+			successes++
+		}
+	}
+	waitForMetrics(t, base, []string{
+		fmt.Sprintf(`paynotify_notify_answers_total{answer="failure",provider="wechatpay"} %d`, failures),
+		fmt.Sprintf(`paynotify_notify_answers_total{answer="success",provider="wechatpay"} %d`, successes),
+	}, nil)
 
 	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,6 +18,10 @@ import (
 // weChatDeadline bounds the work on one WeChat Pay notification: WeChat
 // Pay waits 5 s for the answer, then counts the notification failed.
 const weChatDeadline = 4 * time.Second
+
+// signatureProbe starts the Wechatpay-Signature of WeChat Pay's
+// signature probes (wechatpay.ProbePrefix; the verifier refuses them).
+const signatureProbe = "WECHATPAY/SIGNTEST/"
 
 // WeChatPayVerifier checks that a notification was signed by WeChat Pay
 // for this merchant, decrypts it and checks what it says
@@ -41,10 +46,17 @@ type WeChatPay struct {
 func (w *WeChatPay) Notify(c *gin.Context) {
 	start := time.Now()
 	outcome, err := w.notify(c)
+	answer := metrics.AnswerSuccess
 	defer func() {
-		w.metrics.Notified(model.ProviderWechatpay, outcome, "", time.Since(start))
+		w.metrics.Notified(model.ProviderWechatpay, outcome, answer, time.Since(start))
 	}()
 	if err != nil {
+		// Refused: WeChat Pay sends it again, but not a signature probe,
+		// which is no notification and is refused as it must be.
+		answer = metrics.AnswerFailure
+		if strings.HasPrefix(c.GetHeader("Wechatpay-Signature"), signatureProbe) {
+			answer = ""
+		}
 		row, known := lookup(err)
 		outcome = row.outcome
 		msg := row.err.Error() // a sentinel's words only: never internal text

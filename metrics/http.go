@@ -29,33 +29,31 @@ func (m *Metrics) newHTTP() {
 		Help:    "Time to answer an HTTP request, by route template and method.",
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"route", "method"})
-	answers := prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_notify_answers_total",
-		Help: "Alipay notifications by answer: success (processed), or failure (Alipay resends; alert on its share).",
-	}, []string{"answer"})
-	m.answers = map[string]prometheus.Counter{
-		AnswerSuccess: answers.WithLabelValues(AnswerSuccess), AnswerFailure: answers.WithLabelValues(AnswerFailure),
-	}
-	m.reg.MustRegister(m.notifications, answers, m.notifyLatency, m.requests, m.requestTime)
+		Help: "Notifications by provider and answer: success (recorded: Alipay's \"success\", WeChat Pay's 2xx), or failure (the provider resends: Alipay's \"failure\", WeChat Pay's 4xx/5xx; alert on its share).",
+	}, []string{"provider", "answer"})
+	m.reg.MustRegister(m.notifications, m.answers, m.notifyLatency, m.requests, m.requestTime)
 }
 
-// The answers to an Alipay notification, paynotify_notify_answers_total's
-// series.
+// The answers to a notification, paynotify_notify_answers_total's
+// series: recorded, or to be sent again.
 const (
 	AnswerSuccess = "success"
 	AnswerFailure = "failure"
 )
 
 // Notified counts a provider's notification of outcome, answered after
-// took; answer is Alipay's (AnswerSuccess or AnswerFailure), "" for a
-// provider answered otherwise.
+// took; answer is AnswerSuccess or AnswerFailure, or "" for a request
+// that was no notification (WeChat Pay's signature probe, refused as it
+// must be and never sent again).
 func (m *Metrics) Notified(provider model.Provider, outcome, answer string, took time.Duration) {
 	if m == nil {
 		return
 	}
 	m.notifications.WithLabelValues(string(provider), outcome).Inc()
-	if c, ok := m.answers[answer]; ok {
-		c.Inc()
+	if answer == AnswerSuccess || answer == AnswerFailure {
+		m.answers.WithLabelValues(string(provider), answer).Inc()
 	}
 	m.notifyLatency.WithLabelValues(string(provider), outcome).Observe(took.Seconds())
 }

@@ -26,7 +26,7 @@ import (
 type Metrics struct {
 	// The HTTP surface (http.go).
 	notifications *prometheus.CounterVec
-	answers       map[string]prometheus.Counter
+	answers       *prometheus.CounterVec
 	notifyLatency *prometheus.HistogramVec
 	requests      *prometheus.CounterVec
 	requestTime   *prometheus.HistogramVec

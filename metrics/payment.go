@@ -49,6 +49,8 @@ func (m *Metrics) Providers(providers []model.Provider) {
 	for _, p := range providers {
 		m.refunds.WithLabelValues(string(p), "refunded")
 		m.refunds.WithLabelValues(string(p), "failed")
+		m.answers.WithLabelValues(string(p), AnswerSuccess)
+		m.answers.WithLabelValues(string(p), AnswerFailure)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
