@@ -133,6 +133,7 @@ type twoInstances struct {
 	store     *dao.Store
 	alipayKey string // signs notifications as Alipay
 	token     string // member 1's bearer token
+	secret    []byte // signs member tokens (API_JWT_SECRET)
 	client    *http.Client
 	environ   []string  // both instances', but for DB_DSN
 	dsns      [2]string // instance i's DB_DSN
@@ -188,7 +189,7 @@ func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	ti.store, ti.token = store, token
+	ti.store, ti.token, ti.secret = store, token, []byte(secret)
 	// Started together: each takes a while to come up under -race.
 	var (
 		wg   sync.WaitGroup
@@ -402,9 +403,255 @@ func raceInstances(t *testing.T, ti *twoInstances) {
 			return paidN, closedN
 		})
 	})
+	// The same member's "place order" with one Idempotency-Key and one
+	// body, to both instances at once (a client retrying on another
+	// instance before the first answer came): one order, its stock
+	// reserved and coupon and points spent once, both answered with it —
+	// the creator's 201, the other its replay (Idempotent-Replayed), or a
+	// 409 request_in_flight / conflict_retry that a resend turns into the
+	// replay — until each instance has created one.
+	t.Run("IdempotentCreate", func(t *testing.T) {
+		racetest.BothWays(t, "created by instance 0", "created by instance 1", func(t *testing.T, r int) (firstN, secondN int) {
+			const cases = 30
+			type placeCase struct {
+				member, sku, coupon int64
+				token, key          string
+				body                string
+			}
+			cs := make([]placeCase, cases)
+			for k := range cs {
+				c := &cs[k]
+				c.member, c.sku, c.coupon = ti.seedBuyer(t, fmt.Sprintf("idem-%d-%d", r, k), 1000, "5.00", "30.00", 10)
+				c.token, c.key = ti.memberToken(t, c.member), fmt.Sprintf("idem-%d-%d", r, k)
+				// 2 × 30.00 − 5.00 coupon − 500 points (5.00) = 50.00
+				c.body = fmt.Sprintf(`{"items":[{"sku_id":%d,"quantity":2}],"coupon_id":%d,"use_integration":500}`, c.sku, c.coupon)
+			}
+			answers := make([]placeAnswer, 2*cases)
+			// Request j: case j/2 to instance j%2.
+			together(2*cases, func(j int) { c := cs[j/2]; answers[j] = ti.place(j%2, c.token, c.key, c.body) })
+			resent := map[string]int{}
+			for k, c := range cs {
+				created, sn := -1, ""
+				for i := range 2 {
+					a := answers[2*k+i]
+					if a.status == http.StatusConflict {
+						resent[a.code]++
+					}
+					// A 409 that asks for a resend (the other still in flight,
+					// or a conflict rolled back) is resent, as a client does.
+					for try := 0; a.err == nil && a.status == http.StatusConflict && (a.code == "request_in_flight" || a.code == "conflict_retry") && try < 50; try++ {
+						time.Sleep(20 * time.Millisecond) // well under Retry-After: the test need not wait a second
+						a = ti.place(i, c.token, c.key, c.body)
+					}
+					if a.err != nil || a.status != http.StatusCreated || a.sn == "" {
+						t.Fatalf("%s to instance %d: %d %s %q, %v", c.key, i, a.status, a.code, a.sn, a.err)
+					}
+					if sn != "" && a.sn != sn {
+						t.Fatalf("%s: instance %d answered order %s, the other %s", c.key, i, a.sn, sn)
+					}
+					sn = a.sn
+					if !a.replayed {
+						if created >= 0 {
+							t.Fatalf("%s: both instances answered a first 201 (no Idempotent-Replayed)", c.key)
+						}
+						created = i
+					}
+				}
+				if created < 0 {
+					t.Fatalf("%s: both answers are replays; which created %s?", c.key, sn)
+				}
+				ti.placedOnce(t, c.key, c.member, c.sku, c.coupon, 2, 500)
+				if created == 0 {
+					firstN++
+				} else {
+					secondN++
+				}
+			}
+			t.Logf("round %d: the second answer was a 409 (resent) %v times, a replay otherwise", r, resent)
+			return firstN, secondN
+		})
+	})
+
+	// Two members ordering the last unit of a SKU, one on each instance:
+	// one order, the other answered 409 out_of_stock, the unit reserved
+	// once and never more than the stock — until each instance has won.
+	t.Run("LastUnitOfStock", func(t *testing.T) {
+		racetest.BothWays(t, "won by instance 0", "won by instance 1", func(t *testing.T, r int) (firstN, secondN int) {
+			const cases = 30
+			skus := make([]int64, cases)
+			members, tokens := make([]int64, 2*cases), make([]string, 2*cases)
+			for k := range skus {
+				var err error
+				if skus[k], err = ti.store.InsertSKU(context.Background(), fmt.Sprintf("last-%d-%d", r, k), decimal.RequireFromString("9.00"), 1); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 2 {
+					if members[2*k+i], err = ti.store.InsertMember(context.Background(), fmt.Sprintf("last-%d-%d-%d", r, k, i), 0); err != nil {
+						t.Fatal(err)
+					}
+					tokens[2*k+i] = ti.memberToken(t, members[2*k+i])
+				}
+			}
+			answers := make([]placeAnswer, 2*cases)
+			together(2*cases, func(j int) {
+				answers[j] = ti.place(j%2, tokens[j], fmt.Sprintf("last-%d-%d", r, j),
+					fmt.Sprintf(`{"items":[{"sku_id":%d,"quantity":1}]}`, skus[j/2]))
+			})
+			for k, id := range skus {
+				won := -1
+				for i := range 2 {
+					a := answers[2*k+i]
+					switch {
+					case a.err == nil && a.status == http.StatusCreated && !a.replayed:
+						if won >= 0 {
+							t.Fatalf("sku %d: both instances sold its last unit", id)
+						}
+						won = i
+					case a.err == nil && a.status == http.StatusConflict && a.code == "out_of_stock":
+					default:
+						t.Fatalf("sku %d, instance %d: %d %s, %v; want 201 or 409 out_of_stock", id, i, a.status, a.code, a.err)
+					}
+				}
+				if won < 0 {
+					t.Fatalf("sku %d: neither instance sold its last unit", id)
+				}
+				sku, err := ti.store.SKU(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sku.Stock != 1 || sku.LockStock != 1 {
+					t.Fatalf("sku %d: stock %d, reserved %d; want 1 reserved of 1", id, sku.Stock, sku.LockStock)
+				}
+				for i := range 2 {
+					want := 0
+					if i == won {
+						want = 1
+					}
+					if n := ti.ordersOf(t, members[2*k+i]); n != want {
+						t.Fatalf("sku %d: member of instance %d has %d orders, want %d", id, i, n, want)
+					}
+				}
+				if won == 0 {
+					firstN++
+				} else {
+					secondN++
+				}
+			}
+			return firstN, secondN
+		})
+	})
+
 	if t.Failed() {
 		for i, in := range ti.inst {
 			t.Logf("instance %d log:\n%s", i, in.log)
 		}
+	}
+}
+
+// memberToken is a bearer token of member id that both instances accept.
+func (ti *twoInstances) memberToken(t *testing.T, id int64) string {
+	t.Helper()
+	token, err := handler.MemberToken(ti.secret, id, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// seedBuyer adds a member called name with points and a coupon worth
+// coupon, and a SKU at price with stock units.
+func (ti *twoInstances) seedBuyer(t *testing.T, name string, points int, coupon, price string, stock int) (member, sku, couponID int64) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	if member, err = ti.store.InsertMember(ctx, name, points); err != nil {
+		t.Fatal(err)
+	}
+	if couponID, err = ti.store.InsertCoupon(ctx, member, decimal.RequireFromString(coupon)); err != nil {
+		t.Fatal(err)
+	}
+	if sku, err = ti.store.InsertSKU(ctx, name, decimal.RequireFromString(price), stock); err != nil {
+		t.Fatal(err)
+	}
+	return member, sku, couponID
+}
+
+// placeAnswer is what POST /api/v1/orders answered.
+type placeAnswer struct {
+	status   int
+	sn       string // the order's, on a 201
+	code     string // the error's
+	replayed bool   // Idempotent-Replayed: true
+	err      error
+}
+
+// place posts "place order" body with key, as the member of token, to
+// instance i.
+func (ti *twoInstances) place(i int, token, key, body string) placeAnswer {
+	req, err := http.NewRequest(http.MethodPost, ti.inst[i].base+"/api/v1/orders", strings.NewReader(body))
+	if err != nil {
+		return placeAnswer{err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ti.client.Do(req)
+	if err != nil {
+		return placeAnswer{err: err}
+	}
+	defer resp.Body.Close()
+	var b struct {
+		OrderSN string `json:"order_sn"`
+		Error   struct{ Code string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		return placeAnswer{status: resp.StatusCode, err: err}
+	}
+	return placeAnswer{status: resp.StatusCode, sn: b.OrderSN, code: b.Error.Code,
+		replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+}
+
+// ordersOf counts member's orders placed through the order API, those
+// with lines: the notify races' orders (order) belong to member 1 without
+// a member row, and a member seeded here may be given id 1.
+func (ti *twoInstances) ordersOf(t *testing.T, member int64) int {
+	t.Helper()
+	var n int
+	if err := ti.store.SQL().QueryRow("SELECT COUNT(*) FROM oms_order o WHERE o.member_id = ? AND EXISTS (SELECT 1 FROM oms_order_item i WHERE i.order_id = o.id)", member).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// placedOnce checks that the request key of member placed one order, of
+// quantity units of sku with coupon and points of the member's 1,000
+// (seedBuyer): the units reserved, the coupon used and the points spent
+// once.
+func (ti *twoInstances) placedOnce(t *testing.T, key string, member, sku, coupon int64, quantity, points int) {
+	t.Helper()
+	ctx := context.Background()
+	if n := ti.ordersOf(t, member); n != 1 {
+		t.Fatalf("%s: %d orders, want 1", key, n)
+	}
+	s, err := ti.store.SKU(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LockStock != quantity {
+		t.Fatalf("%s: %d units reserved, want %d", key, s.LockStock, quantity)
+	}
+	c, err := ti.store.Coupon(ctx, coupon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UseStatus != model.CouponUsed {
+		t.Fatalf("%s: coupon use status %d, want used", key, c.UseStatus)
+	}
+	left, err := ti.store.MemberPoints(ctx, member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent := 1000 - left; spent != points {
+		t.Fatalf("%s: %d points spent, want %d", key, spent, points)
 	}
 }
