@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
@@ -29,8 +30,46 @@ func startGalera(t *testing.T, extra ...string) (*galeratest.Cluster, *twoInstan
 	c := galeratest.Shared(t)
 	db := c.Database(t)
 	ti := startTwoInstancesOn(t, [2]string{c.Nodes[0].DSN(db), c.Nodes[1].DSN(db)}, c.Nodes[2].DSN(db), extra...)
+	ti.conflicts = func(t *testing.T) int { return certConflicts(t, c) }
 	logOnFailure(t, ti)
 	return c, ti
+}
+
+// certConflicts is how many transactions nodes 1 and 2 have aborted so
+// far for another node's write to the same rows: certification failures
+// (the loser at its COMMIT, 1213) and brute-force aborts (a local
+// transaction in the way of a replicated one). Read before and after a
+// race, it says whether the race reached the cluster's conflict path —
+// cluster-wide counts, so only what a race adds is its own.
+func certConflicts(t *testing.T, c *galeratest.Cluster) int {
+	t.Helper()
+	total := 0
+	for _, nd := range c.Nodes[:2] {
+		db, err := sql.Open("mysql", nd.DSN(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query("SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+		if err != nil {
+			db.Close()
+			t.Fatalf("node %s: %v", nd.Name, err)
+		}
+		for rows.Next() {
+			var name string
+			var n int
+			if err := rows.Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+		err = rows.Err()
+		rows.Close()
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return total
 }
 
 // The notify, order and cancel races, with the two instances on two nodes:

@@ -137,6 +137,19 @@ type twoInstances struct {
 	client    *http.Client
 	environ   []string  // both instances', but for DB_DSN
 	dsns      [2]string // instance i's DB_DSN
+	// conflicts, on a Galera cluster, counts the transactions its nodes
+	// have aborted for another node's conflicting write (certConflicts).
+	conflicts func(t *testing.T) int
+}
+
+// logConflicts logs, when the test ends and ti is on a cluster, how many
+// cross-node conflicts (1213, retried) the test met.
+func (ti *twoInstances) logConflicts(t *testing.T) {
+	if ti.conflicts == nil {
+		return
+	}
+	before := ti.conflicts(t)
+	t.Cleanup(func() { t.Logf("%d transactions aborted by a conflict with another node's", ti.conflicts(t)-before) })
 }
 
 // env is instance i's environment.
@@ -411,6 +424,7 @@ func raceInstances(t *testing.T, ti *twoInstances) {
 	// 409 request_in_flight / conflict_retry that a resend turns into the
 	// replay — until each instance has created one.
 	t.Run("IdempotentCreate", func(t *testing.T) {
+		ti.logConflicts(t)
 		racetest.BothWays(t, "created by instance 0", "created by instance 1", func(t *testing.T, r int) (firstN, secondN int) {
 			const cases = 30
 			type placeCase struct {
@@ -467,7 +481,7 @@ func raceInstances(t *testing.T, ti *twoInstances) {
 					secondN++
 				}
 			}
-			t.Logf("round %d: the second answer was a 409 (resent) %v times, a replay otherwise", r, resent)
+			t.Logf("round %d: %d keys, each created once; answered 409 first (then resent until replayed): %v", r, cases, resent)
 			return firstN, secondN
 		})
 	})
@@ -476,6 +490,7 @@ func raceInstances(t *testing.T, ti *twoInstances) {
 	// one order, the other answered 409 out_of_stock, the unit reserved
 	// once and never more than the stock — until each instance has won.
 	t.Run("LastUnitOfStock", func(t *testing.T) {
+		ti.logConflicts(t)
 		racetest.BothWays(t, "won by instance 0", "won by instance 1", func(t *testing.T, r int) (firstN, secondN int) {
 			const cases = 30
 			skus := make([]int64, cases)
