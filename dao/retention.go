@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"gorm.io/gorm"
+
 	"paynotify/model"
 )
 
@@ -15,7 +17,9 @@ import (
 // never waits on a purge, and two instances purging at once delete a row
 // once (the second finds it gone). On Galera a batch is one write set of
 // at most limit keys, which certifies quickly; one that loses
-// certification to another instance's purge is tried again next round.
+// certification to another instance's purge (1213) is run again at once
+// (Store.statement), as a deadlocked transaction is, and finds the rows
+// the winner deleted gone.
 // Nothing here touches the ledger, refunds, journal, audit or idempotency
 // records.
 
@@ -29,9 +33,9 @@ func (s *Store) PurgeSentOutbox(ctx context.Context, cutoff time.Time, limit int
 	if err != nil || len(ids) == 0 {
 		return 0, mapErr(err)
 	}
-	res := s.db.WithContext(ctx).Table(outboxTable).
-		Where("id IN ? AND state = ? AND sent_time < ?", ids, model.OutboxSent, cutoff.UTC()).Delete(nil)
-	return int(res.RowsAffected), mapErr(res.Error)
+	return s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+		return db.Table(outboxTable).Where("id IN ? AND state = ? AND sent_time < ?", ids, model.OutboxSent, cutoff.UTC()).Delete(nil)
+	})
 }
 
 // OldestSentOutbox is when the oldest SENT outbox row still kept was sent
@@ -59,11 +63,13 @@ func (s *Store) PurgeExpiredSessions(ctx context.Context, now time.Time, limit i
 	// small table for a long IN list of text keys, locking every row.
 	deleted := 0
 	for _, h := range hashes {
-		res := s.db.WithContext(ctx).Table(sessionTable).Where("token_hash = ? AND expires_at < ?", h, now.UTC()).Delete(nil)
-		if res.Error != nil {
-			return deleted, mapErr(res.Error)
+		n, err := s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+			return db.Table(sessionTable).Where("token_hash = ? AND expires_at < ?", h, now.UTC()).Delete(nil)
+		})
+		deleted += n
+		if err != nil {
+			return deleted, err
 		}
-		deleted += int(res.RowsAffected)
 	}
 	return deleted, nil
 }
@@ -126,13 +132,14 @@ func (s *Store) PurgeFinishedBackoff(ctx context.Context, limit int) (int, error
 		// rechecked: a row can wait again (a payment back to
 		// REFUND_PENDING) between the read and the delete.
 		for _, k := range keys {
-			res := s.db.WithContext(ctx).Table(backoffTable).
-				Where("job = ? AND row_id = ? AND row_key = ?", j.job, k.RowID, k.RowKey).
-				Where(j.finished, j.waiting).Delete(nil)
-			if res.Error != nil {
-				return deleted, mapErr(res.Error)
+			n, err := s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+				return db.Table(backoffTable).Where("job = ? AND row_id = ? AND row_key = ?", j.job, k.RowID, k.RowKey).
+					Where(j.finished, j.waiting).Delete(nil)
+			})
+			deleted += n
+			if err != nil {
+				return deleted, err
 			}
-			deleted += int(res.RowsAffected)
 		}
 	}
 	return deleted, nil
@@ -184,10 +191,12 @@ func (s *Store) PurgeReconciledLines(ctx context.Context, before string, now tim
 			}
 			// UPDATE … AS r: MariaDB and SQLite take an alias in an UPDATE
 			// (not in a DELETE), and cleanRun needs one.
-			res := s.db.WithContext(ctx).Table(runTable+" AS r").Where("r.id = ? AND r.seen_purge = ''", runs[0].ID).
-				Where(cleanRun, model.ReconDone).Update("seen_purge", seenPurging)
-			if res.Error != nil || res.RowsAffected != 1 {
-				return deleted, mapErr(res.Error) // claimed, or marked, meanwhile
+			marked, err := s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+				return db.Table(runTable+" AS r").Where("r.id = ? AND r.seen_purge = ''", runs[0].ID).
+					Where(cleanRun, model.ReconDone).Update("seen_purge", seenPurging)
+			})
+			if err != nil || marked != 1 {
+				return deleted, err // claimed, or marked, meanwhile
 			}
 		}
 		run := runs[0]
@@ -199,10 +208,11 @@ func (s *Store) PurgeReconciledLines(ctx context.Context, before string, now tim
 		if !done {
 			break
 		}
-		err = s.db.WithContext(ctx).Table(runTable).Where("id = ? AND seen_purge = ?", run.ID, seenPurging).
-			Update("seen_purge", seenPurged).Error
+		_, err = s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+			return db.Table(runTable).Where("id = ? AND seen_purge = ?", run.ID, seenPurging).Update("seen_purge", seenPurged)
+		})
 		if err != nil {
-			return deleted, mapErr(err)
+			return deleted, err
 		}
 	}
 	return deleted, nil
@@ -226,12 +236,13 @@ func (s *Store) purgeLines(ctx context.Context, provider, billDate string, limit
 	}
 	deleted := 0
 	for kind, refs := range byKind {
-		res := s.db.WithContext(ctx).Table(seenTable).
-			Where("provider = ? AND kind = ? AND ref IN ? AND bill_date = ?", provider, kind, refs, billDate).Delete(nil)
-		if res.Error != nil {
-			return deleted, false, mapErr(res.Error)
+		n, err := s.statement(ctx, func(db *gorm.DB) *gorm.DB {
+			return db.Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ? AND bill_date = ?", provider, kind, refs, billDate).Delete(nil)
+		})
+		deleted += n
+		if err != nil {
+			return deleted, false, err
 		}
-		deleted += int(res.RowsAffected)
 	}
 	return deleted, len(lines) < limit, nil
 }

@@ -84,17 +84,47 @@ func (s *Store) transact(ctx context.Context, tries int, fn func(ctx context.Con
 		} else {
 			s.traced("ROLLBACK")
 		}
-		if !errors.Is(err, model.ErrRetryable) || ctx.Err() != nil || attempt == tries {
+		if !errors.Is(err, model.ErrRetryable) || attempt == tries || !retryPause(ctx, attempt) {
 			return err
-		}
-		// A short, growing pause lets the transaction we collided with finish.
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
 		}
 	}
 	return err
+}
+
+// retryPause waits before attempt+1 of something that collided (a short,
+// growing pause lets the transaction we collided with finish), and says
+// false if ctx ended first.
+func retryPause(ctx context.Context, attempt int) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+		return true
+	}
+}
+
+// statement runs one autocommit statement (stmt on s's connection pool)
+// and says how many rows it affected — again on model.ErrRetryable, up
+// to maxTxAttempts times, never past ctx's deadline, as transact runs a
+// transaction. A statement that lost a deadlock, or on Galera lost
+// certification to another node's write of the same rows (1213, once
+// the server's own wsrep_retry_autocommit is spent), was rolled back and
+// changed nothing, so running it again is safe; it then finds what the
+// winner left.
+func (s *Store) statement(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) (int, error) {
+	for attempt := 1; ; attempt++ {
+		res := stmt(s.db.WithContext(ctx))
+		err := mapErr(res.Error)
+		if err == nil {
+			return int(res.RowsAffected), nil
+		}
+		if !errors.Is(err, model.ErrRetryable) || attempt == maxTxAttempts || !retryPause(ctx, attempt) {
+			return 0, err
+		}
+	}
 }
 
 func (s *Store) traced(sql string) {
