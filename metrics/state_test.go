@@ -69,5 +69,33 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		if strings.Contains(body, `provider="alipay"`) {
 			t.Errorf("a WeChat Pay-only instance reports Alipay's reconciliation:\n%s", body)
 		}
+
+		// Items to look at, per provider: an open and a REPAIRED one of
+		// Alipay's run, a resolved one of WeChat Pay's.
+		for _, it := range []struct {
+			p        model.Provider
+			outcome  model.ReconOutcome
+			resolved bool
+		}{
+			{model.ProviderAlipay, model.ReconUnmatched, false},
+			{model.ProviderAlipay, model.ReconRepaired, false},
+			{model.ProviderWechatpay, model.ReconAmountDiffers, true},
+		} {
+			q := "INSERT INTO recon_item (run_id, attempt_no, outcome, ref) SELECT id, 1, ?, ? FROM recon_run WHERE provider = ? AND bill_date = ?"
+			date := map[model.Provider]string{model.ProviderAlipay: "2026-11-29", model.ProviderWechatpay: "2026-11-30"}[it.p]
+			if it.resolved {
+				q = "INSERT INTO recon_item (run_id, attempt_no, outcome, ref, resolved_at) SELECT id, 1, ?, ?, CURRENT_TIMESTAMP FROM recon_run WHERE provider = ? AND bill_date = ?"
+			}
+			if _, err := store.SQL().Exec(q, it.outcome, string(it.outcome), it.p, date); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const open = "paynotify_reconciliation_unresolved_items"
+		body = scrape(model.ProviderAlipay, model.ProviderWechatpay)
+		for _, w := range []string{open + `{provider="alipay"} 1`, open + `{provider="wechatpay"} 0`} {
+			if !strings.Contains(body, w+"\n") {
+				t.Errorf("/metrics lacks %q:\n%s", w, body)
+			}
+		}
 	})
 }

@@ -43,6 +43,14 @@ type Provider interface {
 	TradeBill(ctx context.Context, day time.Time) (model.Bill, error)
 }
 
+// BillKeeper is a bill source that keeps bills for a limited time
+// (WeChat Pay: three months). CheckBillDay says why day's bill can no
+// longer be had at now, or nil; a run of such a day is refused as a bad
+// request before it is claimed, as a day after yesterday is.
+type BillKeeper interface {
+	CheckBillDay(day, now time.Time) error
+}
+
 // Providers are the providers this merchant takes payment through, by
 // name: built once, in main.
 type Providers map[model.Provider]Provider

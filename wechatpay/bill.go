@@ -144,8 +144,12 @@ func (c *Client) BillLink(ctx context.Context, day time.Time) (BillLink, error) 
 }
 
 // oldestBill is the first Beijing day WeChat Pay still has a bill of.
-func (c *Client) oldestBill() time.Time {
-	y, m, d := c.now().In(model.Beijing).Date()
+func (c *Client) oldestBill() time.Time { return oldestBillAt(c.now()) }
+
+// oldestBillAt is the first day WeChat Pay still has a bill of at now:
+// three months back.
+func oldestBillAt(now time.Time) time.Time {
+	y, m, d := now.In(model.Beijing).Date()
 	return time.Date(y, m-billMonths, d, 0, 0, 0, 0, model.Beijing)
 }
 

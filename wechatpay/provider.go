@@ -197,6 +197,17 @@ func (p *Provider) TradeBill(ctx context.Context, day time.Time) (model.Bill, er
 	return b, nil
 }
 
+// CheckBillDay refuses a day WeChat Pay no longer has a bill of at now
+// (service.BillKeeper): it keeps them three months, so a run of an older
+// day is refused before it is claimed, with the reason.
+func (p *Provider) CheckBillDay(day, now time.Time) error {
+	if oldest := oldestBillAt(now); day.In(model.Beijing).Before(oldest) {
+		return fmt.Errorf("WeChat Pay keeps trade bills for %d months: %s is before %s", billMonths,
+			day.In(model.Beijing).Format(time.DateOnly), oldest.Format(time.DateOnly))
+	}
+	return nil
+}
+
 // Notice verifies a notification (VerifyNotification) and says it in the
 // service's terms, for the notify handler.
 func (p *Provider) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
