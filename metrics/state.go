@@ -17,6 +17,7 @@ type StateReader interface {
 	OldestUnsent(ctx context.Context) (time.Time, bool, error)
 	ReconQueueOf(ctx context.Context, provider model.Provider) (int64, error)
 	LastReconciled(ctx context.Context, provider model.Provider) (string, bool, error)
+	FirstPaidAt(ctx context.Context, provider model.Provider) (time.Time, bool, error)
 }
 
 // WatchState registers the gauges operators are alerted on that are read
@@ -67,16 +68,31 @@ func (m *Metrics) WatchState(store StateReader) {
 	})
 	m.reg.MustRegister(perProvider{
 		desc: prometheus.NewDesc("paynotify_reconciliation_last_success_date",
-			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; 0 if none was: alert when it is older than two days.",
+			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; before the first, the day before the provider's first payment (yesterday with none): alert when it is older than two days.",
 			[]string{"provider"}, nil),
 		providers: m.configured,
 		read: func(p model.Provider) float64 {
 			return read(func(ctx context.Context) (float64, error) {
 				date, ok, err := store.LastReconciled(ctx, p)
-				if err != nil || !ok {
+				if err != nil {
 					return 0, err
 				}
-				day, err := service.ParseBillDate(date)
+				if ok {
+					day, err := service.ParseBillDate(date)
+					return float64(day.Unix()), err
+				}
+				// No run has succeeded yet: every day before the first
+				// payment's is as good as reconciled (nothing of ours to
+				// check), so a fresh install is not a missed run, and a
+				// ledger whose payments never got reconciled is.
+				first, ok, err := store.FirstPaidAt(ctx, p)
+				if err != nil {
+					return 0, err
+				}
+				if !ok {
+					first = time.Now()
+				}
+				day, err := service.ParseBillDate(service.Yesterday(first))
 				return float64(day.Unix()), err
 			})()
 		},
