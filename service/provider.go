@@ -15,7 +15,9 @@ import (
 // wechatpay's, or a fake in tests and dev). An adapter only translates:
 // what a payment does to its order is decided above it, once. Errors are
 // model.ErrTradeNotExist, ErrTradeStatus, ErrGatewayRefused or
-// ErrGatewayUnknown.
+// ErrGatewayUnknown, wrapped with text that names the provider and
+// tagged with it (model.TagProvider), so that API clients are told whose
+// answer it was.
 type Provider interface {
 	// Accepts reports whether the provider takes payment by m.
 	Accepts(m model.PayMethod) bool

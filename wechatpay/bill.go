@@ -39,7 +39,7 @@ var (
 	ErrNoBill = fmt.Errorf("%w: no WeChat Pay trade bill for the day (NO_STATEMENT_EXIST)", model.ErrNoBill)
 	// ErrBillNotReady: the day's bill is still being made
 	// (STATEMENT_CREATING; WeChat Pay has it from 10:00 the next day).
-	ErrBillNotReady = fmt.Errorf("%w: the trade bill is not ready yet", model.ErrGatewayUnknown)
+	ErrBillNotReady = fmt.Errorf("%w: WeChat Pay's trade bill is not ready yet", model.ErrGatewayUnknown)
 	// ErrBillTooOld: WeChat Pay keeps bills for three months.
 	ErrBillTooOld = fmt.Errorf("%w: WeChat Pay keeps trade bills for %d months", model.ErrGatewayRefused, billMonths)
 )
