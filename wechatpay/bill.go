@@ -162,7 +162,7 @@ func oldestBillAt(now time.Time) time.Time {
 func (c *Client) DownloadBill(ctx context.Context, l BillLink, w io.Writer) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, BillDownloadTimeout)
 	defer cancel()
-	unsigned := core.NewClientWithValidator(c.sdk, &validators.NullValidator{})
+	unsigned := core.NewClientWithValidator(c.download, &validators.NullValidator{})
 	res, err := unsigned.Get(ctx, l.DownloadURL)
 	if err != nil {
 		var sdkErr *core.APIError
