@@ -1,10 +1,10 @@
-// Command paynotify receives Alipay's payment notifications and applies
+// Command paynotify receives Alipay's and WeChat Pay's payment notifications and applies
 // every real payment to its order exactly once.
 //
 //	paynotify serve          run the service (configured by the environment)
 //	paynotify migrate        apply database migrations, then exit
 //	paynotify consume        run the accounting consumer (NATS JetStream)
-//	paynotify reconcile      reconcile a day against Alipay's trade bill (exit 1 on differences)
+//	paynotify reconcile      reconcile a day against each provider's trade bill (exit 1 on differences)
 //	paynotify dev            run on an embedded SQLite with demo data and dev keys
 //	paynotify sign           sign a notification (an Alipay form, or a WeChat Pay body as a curl command) with a private key (QA)
 //	paynotify healthcheck    ask a running service whether it is ready (containers)
@@ -33,7 +33,7 @@ commands:
   serve          run the service; configuration from the environment (docs/configuration.md)
   migrate        apply database migrations and exit
   consume        run the accounting consumer of the event stream (needs NATS_URL)
-  reconcile      reconcile a day against Alipay's bill: paynotify reconcile [-date yyyy-MM-dd]
+  reconcile      reconcile a day against each provider's bill: paynotify reconcile [-provider alipay|wechatpay] [-date yyyy-MM-dd]
   dev            run on an embedded SQLite with demo orders and development keys
   sign           sign a notification: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE] (Alipay), paynotify sign -provider wechatpay BODY.json | sh (WeChat Pay)
   healthcheck    exit 0 if the service at HTTP_ADDR answers /readyz, else 1

@@ -45,23 +45,35 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		return refuseUsage(fs, env, fmt.Errorf("-date %q: want a day as yyyy-MM-dd, such as 2026-11-30", *date))
 	}
 	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
-		return usageError{fmt.Errorf("reconcile: -date: %v", err)}
+		return refuseUsage(fs, env, fmt.Errorf("-date: %w", err))
 	}
 	if *only != "" && !slices.Contains(model.Providers, model.Provider(*only)) {
-		return usageError{fmt.Errorf("reconcile: -provider %q: want alipay or wechatpay", *only)}
+		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
 	}
+	// The providers configured, as serve reads them: each is on when its
+	// variables are set; with none set, Alipay's are named as missing.
 	cfg, err := config.Load(env.environ)
-	acfg, aerr := alipay.FromConfig(cfg, devKeys())
+	var (
+		acfg     alipay.Config
+		aerr     error
+		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
+	)
+	if alipayOn {
+		acfg, aerr = alipay.FromConfig(cfg, devKeys())
+	}
 	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
 	if err := config.Join(err, aerr, werr); err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
-	client, err := alipay.New(acfg)
-	if err != nil {
-		return err
+	providers := service.Providers{}
+	if alipayOn {
+		client, err := alipay.New(acfg)
+		if err != nil {
+			return err
+		}
+		providers[model.ProviderAlipay] = alipay.NewProvider(client, "", "")
 	}
-	providers := service.Providers{model.ProviderAlipay: alipay.NewProvider(client, "", "")}
 	if weChatOn {
 		wc, err := wechatpay.New(wcfg)
 		if err != nil {
@@ -111,7 +123,7 @@ func reportRun(env environment, run model.ReconRun) error {
 	case run.State == model.ReconFailed:
 		return fmt.Errorf("reconciliation of %s failed: %s", run.BillDate, run.Error)
 	case run.Unresolved > 0:
-		return fmt.Errorf("reconciliation of %s found %d unresolved differences (GET /admin/reconciliations/%s)", run.BillDate, run.Unresolved, run.BillDate)
+		return fmt.Errorf("reconciliation of %s found %d unresolved differences (GET /admin/reconciliations/%s/%s)", run.BillDate, run.Unresolved, run.Provider, run.BillDate)
 	}
 	return nil
 }

@@ -128,8 +128,30 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	if _, code, msg = reconcile(t, alipayEnv, "-provider", "wechatpay", "-date", date); code != 1 || !strings.Contains(msg, "wechatpay is not configured") {
 		t.Fatalf("-provider wechatpay without WECHATPAY_*: exit %d (%s)", code, msg)
 	}
-	if _, code, _ = reconcile(t, bothEnv, "-provider", "paypal", "-date", date); code != 2 {
-		t.Fatalf("-provider paypal: exit %d, want 2", code)
+	// A WeChat Pay-only deployment reconciles WeChat Pay's day alone, with
+	// or without -provider, and names the route of what it found.
+	wechatOnly := append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db}, wechatEnv...)
+	for _, args := range [][]string{{"-date", date}, {"-provider", "wechatpay", "-date", date}} {
+		runs, code, msg = reconcile(t, wechatOnly, args...)
+		if code != 1 || len(runs) != 1 || runs[model.ProviderWechatpay].Counts[model.ReconMissingAtProvider] != 1 ||
+			!strings.Contains(msg, "GET /admin/reconciliations/wechatpay/"+date) {
+			t.Fatalf("WeChat Pay only, %q: exit %d (%s), runs %+v", args, code, msg, runs)
+		}
+	}
+	if _, code, msg = reconcile(t, wechatOnly, "-provider", "alipay", "-date", date); code != 1 || !strings.Contains(msg, "alipay is not configured") {
+		t.Fatalf("-provider alipay, WeChat Pay only: exit %d (%s)", code, msg)
+	}
+	// Four months back: WeChat Pay keeps three, and says so.
+	old := now.AddDate(0, -4, 0).Format(time.DateOnly)
+	if runs, code, msg = reconcile(t, wechatOnly, "-date", old); code != 1 || len(runs) != 0 || !strings.Contains(msg, "WeChat Pay keeps trade bills for 3 months") {
+		t.Fatalf("four months back: exit %d (%s), runs %+v", code, msg, runs)
+	}
+
+	// A command line it cannot use says why, with the usage, and exits 2.
+	for _, args := range [][]string{{"-provider", "paypal", "-date", date}, {"-date", "2030-01-01"}, {"-date", "1999-01-01"}} {
+		if _, code, msg = reconcile(t, bothEnv, args...); code != 2 || !strings.Contains(msg, "paynotify reconcile: -") || !strings.Contains(msg, "usage: paynotify reconcile") {
+			t.Fatalf("%q: exit %d, want 2 with the reason and the usage:\n%s", args, code, msg)
+		}
 	}
 }
 

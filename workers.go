@@ -54,6 +54,7 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 	wctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(wctx)
 	w := &workers{cancel: cancel, group: g, broker: b}
+	m.Jobs(jobs...)
 	g.Go(func() error { return service.RunJobs(gctx, log, m.JobRound, jobs...) })
 	if b != nil && consume {
 		acct := service.NewAccounting(store)

@@ -57,7 +57,7 @@ func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
 	}
 	u, err := url.Parse(rsp.BillDownloadURL)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && (c.production || u.Scheme != "http")) {
-		return nil, fmt.Errorf("%w: bill url for %s is not an https URL", model.ErrGatewayUnknown, date)
+		return nil, fmt.Errorf("%w: alipay bill url for %s is not an https URL", model.ErrGatewayUnknown, date)
 	}
 	f, err := os.CreateTemp("", "alipay-bill-*.zip")
 	if err != nil {
@@ -116,18 +116,18 @@ func (c *Client) download(ctx context.Context, u string, f *os.File) (int64, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%w: download: %v", model.ErrGatewayUnknown, err)
+		return 0, fmt.Errorf("%w: alipay bill download: %v", model.ErrGatewayUnknown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%w: download: HTTP %d", model.ErrGatewayUnknown, resp.StatusCode)
+		return 0, fmt.Errorf("%w: alipay bill download: HTTP %d", model.ErrGatewayUnknown, resp.StatusCode)
 	}
 	if resp.ContentLength > MaxBillBytes {
 		return 0, fmt.Errorf("%w: bill of %d bytes is over the %d limit", model.ErrBadBill, resp.ContentLength, MaxBillBytes)
 	}
 	n, err := io.Copy(f, io.LimitReader(resp.Body, MaxBillBytes+1))
 	if err != nil {
-		return 0, fmt.Errorf("%w: download: %v", model.ErrGatewayUnknown, err)
+		return 0, fmt.Errorf("%w: alipay bill download: %v", model.ErrGatewayUnknown, err)
 	}
 	if n > MaxBillBytes {
 		return 0, fmt.Errorf("%w: bill over the %d-byte limit", model.ErrBadBill, MaxBillBytes)

@@ -70,11 +70,11 @@ func (c *Client) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade
 	}
 	t := model.Trade{Provider: model.ProviderAlipay, OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo, Status: model.TradeStatus(rsp.TradeStatus)}
 	if t.OutTradeNo != outTradeNo {
-		return model.Trade{}, fmt.Errorf("%w: query for %q answered %q", model.ErrGatewayUnknown, outTradeNo, t.OutTradeNo)
+		return model.Trade{}, fmt.Errorf("%w: alipay query for %q answered %q", model.ErrGatewayUnknown, outTradeNo, t.OutTradeNo)
 	}
 	if t.Status.Paid() {
 		if t.Amount, err = model.ParseAmount(rsp.TotalAmount); err != nil {
-			return model.Trade{}, fmt.Errorf("%w: total_amount: %v", model.ErrGatewayUnknown, err)
+			return model.Trade{}, fmt.Errorf("%w: alipay query: total_amount: %v", model.ErrGatewayUnknown, err)
 		}
 		if rsp.SendPayDate != "" {
 			if at, err := time.ParseInLocation("2006-01-02 15:04:05", rsp.SendPayDate, model.Beijing); err == nil {
@@ -113,10 +113,10 @@ func (c *Client) Refund(ctx context.Context, tradeNo, outRequestNo string, amoun
 	if err != nil {
 		// The refund call itself succeeded: whatever the query said, the
 		// outcome is unknown, never a refusal.
-		return fmt.Errorf("%w: refund %s: fund_change N, then %v", model.ErrGatewayUnknown, outRequestNo, err)
+		return fmt.Errorf("%w: alipay refund %s: fund_change N, then %v", model.ErrGatewayUnknown, outRequestNo, err)
 	}
 	if !done {
-		return fmt.Errorf("%w: refund %s: fund_change N and no successful refund found", model.ErrGatewayUnknown, outRequestNo)
+		return fmt.Errorf("%w: alipay refund %s: fund_change N and no successful refund found", model.ErrGatewayUnknown, outRequestNo)
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (c *Client) RefundDone(ctx context.Context, tradeNo, outRequestNo string, a
 		if err == nil && got.Equal(amount) {
 			return true, nil
 		}
-		return false, fmt.Errorf("%w: refund %s: no status, amount %q", model.ErrGatewayUnknown, outRequestNo, rsp.RefundAmount)
+		return false, fmt.Errorf("%w: alipay refund query %s: no status, amount %q", model.ErrGatewayUnknown, outRequestNo, rsp.RefundAmount)
 	}
 	return false, nil
 }
@@ -148,11 +148,11 @@ func outcome(call string, rsp any, err error) error {
 	if err != nil {
 		// Includes *smartwalle.Error from an unsigned error_response:
 		// smartwalle did not verify it, so neither do we trust it.
-		return fmt.Errorf("%w: %s: %v", model.ErrGatewayUnknown, call, err)
+		return fmt.Errorf("%w: alipay %s: %v", model.ErrGatewayUnknown, call, err)
 	}
 	e := errorOf(rsp)
 	if e == nil {
-		return fmt.Errorf("%w: %s: empty answer", model.ErrGatewayUnknown, call)
+		return fmt.Errorf("%w: alipay %s: empty answer", model.ErrGatewayUnknown, call)
 	}
 	if e.Code.IsSuccess() {
 		return nil
@@ -160,7 +160,7 @@ func outcome(call string, rsp any, err error) error {
 	var kind error = model.ErrGatewayRefused
 	if e.Code == "20000" || strings.HasPrefix(e.SubCode, "isp.") || strings.HasPrefix(e.SubCode, "aop.") {
 		// Alipay's "service unavailable" family: try again, same request.
-		return fmt.Errorf("%w: %s: %s %s %s", model.ErrGatewayUnknown, call, e.Code, e.SubCode, e.SubMsg)
+		return fmt.Errorf("%w: alipay %s: %s %s %s", model.ErrGatewayUnknown, call, e.Code, e.SubCode, e.SubMsg)
 	}
 	switch e.SubCode {
 	case "ACQ.TRADE_NOT_EXIST":
@@ -170,7 +170,7 @@ func outcome(call string, rsp any, err error) error {
 	case "ACQ.SYSTEM_ERROR", "ACQ.AQC.SYSTEM_ERROR", "aop.ACQ.SYSTEM_ERROR":
 		kind = model.ErrGatewayUnknown // Alipay's own word: try again
 	}
-	return fmt.Errorf("%w: %s: %s %s %s", kind, call, e.Code, e.SubCode, e.SubMsg)
+	return fmt.Errorf("%w: alipay %s: %s %s %s", kind, call, e.Code, e.SubCode, e.SubMsg)
 }
 
 // errorOf finds the embedded smartwalle.Error of a response (nil for a

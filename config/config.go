@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,7 +131,8 @@ func Load(environ []string) (Config, error) {
 // fields hold zero, which check must not report again).
 func parse(vars map[string]string) (c Config, problems []string, unreadable map[string]bool, err error) {
 	unreadable = map[string]bool{}
-	c, err = env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	c, err = env.ParseAsWithOptions[Config](env.Options{Environment: vars,
+		FuncMap: map[reflect.Type]env.ParserFunc{reflect.TypeFor[time.Duration](): parseDuration}})
 	if err == nil {
 		return c, nil, unreadable, nil
 	}
@@ -249,10 +251,23 @@ func varName(field string) string {
 }
 
 // wantOf says what a variable of type t must hold.
+// parseDuration reads a Go duration (500ms, 4s, 30m, 168h) or a whole
+// number of days (7d, 90d): retentions are thought of in days.
+func parseDuration(v string) (any, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > 100000 {
+			return nil, fmt.Errorf("%q: too many days", v)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
+}
+
 func wantOf(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[time.Duration]():
-		return "a duration such as 500ms, 4s or 30m"
+		return "a duration such as 500ms, 4s, 30m or 7d"
 	case reflect.TypeFor[slog.Level]():
 		return "DEBUG, INFO, WARN or ERROR"
 	}

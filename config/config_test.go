@@ -56,6 +56,17 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
+// Retentions are thought of in days: 7d and 90d read as 168h and 2160h.
+func TestLoadReadsDays(t *testing.T) {
+	c, err := config.Load([]string{"OUTBOX_RETENTION=7d", "RECON_RETENTION=90d", "CONSOLE_SESSION_TTL=1d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OutboxRetention != 168*time.Hour || c.ReconRetention != 2160*time.Hour || c.ConsoleSessionTTL != 24*time.Hour {
+		t.Fatalf("7d, 90d, 1d read as %v, %v, %v", c.OutboxRetention, c.ReconRetention, c.ConsoleSessionTTL)
+	}
+}
+
 // Each kind of bad value is named by its environment variable, with what
 // it must hold.
 func TestLoadNamesTheVariable(t *testing.T) {
@@ -64,7 +75,7 @@ func TestLoadNamesTheVariable(t *testing.T) {
 		environ string
 		want    string // the whole problem
 	}{
-		{"MalformedDuration", "NOTIFY_TIMEOUT=4", `NOTIFY_TIMEOUT="4": want a duration such as 500ms, 4s or 30m`},
+		{"MalformedDuration", "NOTIFY_TIMEOUT=4", `NOTIFY_TIMEOUT="4": want a duration such as 500ms, 4s, 30m or 7d`},
 		{"MalformedInt", "DB_MAX_OPEN_CONNS=many", `DB_MAX_OPEN_CONNS="many": want a whole number`},
 		{"MalformedLevel", "LOG_LEVEL=LOUD", `LOG_LEVEL="LOUD": want DEBUG, INFO, WARN or ERROR`},
 		{"MalformedBool", "ALIPAY_PRODUCTION=perhaps", `ALIPAY_PRODUCTION="perhaps": want true or false`},
@@ -87,8 +98,9 @@ func TestLoadNamesTheVariable(t *testing.T) {
 		{"ShortSessionTTL", "CONSOLE_SESSION_TTL=30s", `CONSOLE_SESSION_TTL="30s": want at least 1m`},
 		{"ShortOutboxRetention", "OUTBOX_RETENTION=10m", `OUTBOX_RETENTION="10m": want at least 1h`},
 		{"ShortReconRetention", "RECON_RETENTION=168h", `RECON_RETENTION="168h": want at least 720h (30 days)`},
-		{"MalformedReconRetention", "RECON_RETENTION=90d", `RECON_RETENTION="90d": want a duration such as 500ms, 4s or 30m`},
-		{"MalformedSessionTTL", "CONSOLE_SESSION_TTL=a day", `CONSOLE_SESSION_TTL="a day": want a duration such as 500ms, 4s or 30m`},
+		{"MalformedReconRetention", "RECON_RETENTION=90 days", `RECON_RETENTION="90 days": want a duration such as 500ms, 4s, 30m or 7d`},
+		{"NegativeDays", "OUTBOX_RETENTION=-7d", `OUTBOX_RETENTION="-7d": want a duration such as 500ms, 4s, 30m or 7d`},
+		{"MalformedSessionTTL", "CONSOLE_SESSION_TTL=a day", `CONSOLE_SESSION_TTL="a day": want a duration such as 500ms, 4s, 30m or 7d`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ type reconQueueData struct {
 // found: by default those an operator has to look at.
 func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	outcome := model.ReconOutcome(strings.ToUpper(q.Get("outcome")))
+	outcome := model.ReconOutcomeNamed(strings.ToUpper(q.Get("outcome")))
 	if outcome != "" && !outcome.Valid() {
 		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
 		return
@@ -99,7 +99,7 @@ func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
 		c.status(w, r, http.StatusBadRequest, "A bill date is written yyyy-MM-dd (Beijing), such as 2026-11-30.")
 		return
 	}
-	outcome := model.ReconOutcome(strings.ToUpper(r.URL.Query().Get("outcome")))
+	outcome := model.ReconOutcomeNamed(strings.ToUpper(r.URL.Query().Get("outcome")))
 	if outcome != "" && !outcome.Valid() {
 		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
 		return

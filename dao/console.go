@@ -359,6 +359,14 @@ func (s *Store) ReconQueue(ctx context.Context) (model.QueueCount, error) {
 	return s.queueCount(ctx, itemTable, needsLook(""), model.ReconRepaired)
 }
 
+// ReconQueueOf counts the items ReconQueue does of provider p's runs.
+func (s *Store) ReconQueueOf(ctx context.Context, p model.Provider) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Table(itemTable+" AS i").Joins("JOIN "+runTable+" AS r ON r.id = i.run_id").
+		Where("r.provider = ? AND "+needsLook("i."), p, model.ReconRepaired).Count(&n).Error
+	return n, mapErr(err)
+}
+
 // ReconItemCount counts what ReconItemPage lists.
 func (s *Store) ReconItemCount(ctx context.Context, outcome model.ReconOutcome, open bool) (int64, error) {
 	q := s.db.WithContext(ctx).Table(itemTable + " AS i")

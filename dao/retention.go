@@ -145,6 +145,32 @@ func (s *Store) PurgeFinishedBackoff(ctx context.Context, limit int) (int, error
 	return deleted, nil
 }
 
+// OldestFinishedBackoff is the oldest update_time of a job_backoff row
+// whose row its job has finished (false if there is none). Nothing
+// records when a row finished (an order paid, a trade closed, a refund
+// enqueued), so the back-off row's own update_time — its last failure,
+// which came before the row finished — is the bound used: the row has
+// been purgeable for at most now minus that. Read as PurgeFinishedBackoff
+// reads, by the primary key's job prefix with the same indexed finished
+// check, sorting a job's rows (no index on update_time): the table holds
+// only rows some job failed on and not yet purged, which is few.
+func (s *Store) OldestFinishedBackoff(ctx context.Context) (time.Time, bool, error) {
+	var oldest time.Time
+	found := false
+	for _, j := range backoffJobs {
+		var ts []time.Time
+		err := s.db.WithContext(ctx).Table(backoffTable).Where("job = ?", j.job).Where(j.finished, j.waiting).
+			Order("update_time").Limit(1).Pluck("update_time", &ts).Error
+		if err != nil {
+			return time.Time{}, false, mapErr(err)
+		}
+		if len(ts) > 0 && (!found || ts[0].Before(oldest)) {
+			oldest, found = ts[0], true
+		}
+	}
+	return oldest, found, nil
+}
+
 // How far the retention job has deleted a date's recon_seen lines
 // (recon_run.seen_purge; ” while they are kept).
 const (

@@ -13,7 +13,8 @@ import (
 )
 
 // Every statement of the retention job — the reads of a batch's keys,
-// its DELETEs, the UPDATE marking a date — uses an index on every table
+// its DELETEs, the UPDATE marking a date, the read of the oldest finished
+// back-off for its gauge — uses an index on every table
 // it reads, on MariaDB (EXPLAIN) and on SQLite
 // (EXPLAIN QUERY PLAN): a batch never scans a table that grows by a
 // million rows a day, and on MariaDB locks only the rows it deletes.
@@ -104,6 +105,11 @@ func TestRetentionUsesIndexes(t *testing.T) {
 			if n, err := purge(); err != nil || n == 0 {
 				t.Fatalf("purge: %d rows, %v: want some", n, err)
 			}
+		}
+		// The retention job's gauge: the oldest finished back-off still kept
+		// (400 of the 900, whose rows do not exist).
+		if _, ok, err := store.OldestFinishedBackoff(ctx); err != nil || !ok {
+			t.Fatalf("oldest finished back-off: %v, %v: want one", ok, err)
 		}
 		if len(statements) < 10 {
 			t.Fatalf("%d statements captured: %q", len(statements), statements)

@@ -45,3 +45,16 @@ func (s *Store) LastReconciled(ctx context.Context, provider model.Provider) (st
 	}
 	return dates[0], true, nil
 }
+
+// FirstPaidAt is when provider's first payment in the ledger was paid
+// (false if the ledger has none): no bill before its day has anything of
+// ours to check.
+func (s *Store) FirstPaidAt(ctx context.Context, provider model.Provider) (time.Time, bool, error) {
+	var ts []time.Time
+	err := s.db.WithContext(ctx).Table(paymentTable).Where("provider = ? AND paid_at IS NOT NULL", provider).
+		Order("paid_at").Limit(1).Pluck("paid_at", &ts).Error
+	if err != nil || len(ts) == 0 {
+		return time.Time{}, false, mapErr(err)
+	}
+	return ts[0], true, nil
+}

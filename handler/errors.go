@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -54,6 +55,8 @@ var errorTable = []errorRow{
 	{model.ErrProviderOff, "provider_off", slog.LevelWarn, http.StatusUnprocessableEntity, "provider_not_configured", 0},
 	{model.ErrNothingToRefund, "", slog.LevelInfo, http.StatusConflict, "nothing_to_refund", 0},
 	{model.ErrRefundTooLarge, "", slog.LevelInfo, http.StatusUnprocessableEntity, "refund_too_large", 0},
+	// A payment provider's answer: the codes are Alipay's, and another
+	// provider's error answers its own (providerAnswer).
 	{model.ErrTradeNotExist, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
 	{model.ErrTradeStatus, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
 	{model.ErrGatewayRefused, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},
@@ -74,6 +77,33 @@ var errorTable = []errorRow{
 }
 
 var internalRow = errorRow{outcome: "error", level: slog.LevelError, status: http.StatusInternalServerError, code: "internal"}
+
+// gatewayAnswers are the code (after the provider's name and "_") and the
+// message (with its name) of a payment provider's errors.
+var gatewayAnswers = map[error]struct{ code, msg string }{
+	model.ErrTradeNotExist:  {"refused", "trade does not exist at %s"},
+	model.ErrTradeStatus:    {"refused", "trade state does not allow this at %s"},
+	model.ErrGatewayRefused: {"refused", "%s refused the request"},
+	model.ErrGatewayUnknown: {"unavailable", "%s's answer is unknown"},
+}
+
+// providerAnswer is the code and message of row, a payment provider's
+// error, for the provider that answered err: alipay_refused and "Alipay
+// refused the request" for Alipay's (the codes it had before WeChat Pay),
+// wechatpay_refused and "WeChat Pay refused the request" for WeChat Pay's.
+// An error no adapter tagged (model.ProviderOf; a test's fake provider)
+// answers as Alipay's. ok is false for any other row.
+func providerAnswer(row errorRow, err error) (code, msg string, ok bool) {
+	g, ok := gatewayAnswers[row.err]
+	if !ok {
+		return "", "", false
+	}
+	p := model.ProviderOf(err)
+	if p == "" {
+		p = model.ProviderAlipay
+	}
+	return string(p) + "_" + g.code, fmt.Sprintf(g.msg, p.Name()), true
+}
 
 func lookup(err error) (errorRow, bool) {
 	for _, r := range errorTable {
@@ -105,6 +135,9 @@ func apiError(c *gin.Context, err error) {
 		msg = "internal error"
 	case row.status >= 500 || errors.Is(err, model.ErrRetryable):
 		msg = row.err.Error() // the sentinel only: the wrapped text is the driver's
+	}
+	if code, named, ok := providerAnswer(row, err); ok {
+		row.code, msg = code, named
 	}
 	logger(c).Log(c.Request.Context(), row.level, "api request failed", "code", row.code, "err", err)
 	if row.retryAfter > 0 {

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"paynotify/model"
 )
 
 // The error body's code enum in the OpenAPI document is exactly the codes
-// the service can answer: every row of the error table, and the two
-// written outside it.
+// the service can answer: every row of the error table, each provider's
+// code of a payment provider's error, and the two written outside it.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(openAPISpec)
 	if err != nil {
@@ -26,6 +28,11 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	answered := []string{"unauthorized", internalRow.code}
 	for _, r := range errorTable {
 		answered = append(answered, r.code)
+		for _, p := range model.Providers {
+			if code, _, ok := providerAnswer(r, &model.ProviderError{Provider: p, Err: r.err}); ok {
+				answered = append(answered, code)
+			}
+		}
 	}
 	slices.Sort(described)
 	slices.Sort(answered)

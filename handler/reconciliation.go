@@ -102,7 +102,7 @@ func (h *Reconciliations) Detail(c *gin.Context) {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 10000")
 		return
 	}
-	d, err := recon.Detail(c.Request.Context(), date, model.ReconOutcome(c.Query("outcome")), limit)
+	d, err := recon.Detail(c.Request.Context(), date, model.ReconOutcomeNamed(c.Query("outcome")), limit)
 	if err != nil {
 		apiError(c, err)
 		return

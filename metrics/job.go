@@ -33,10 +33,35 @@ func (m *Metrics) newJob() {
 		Name: "paynotify_retention_overdue_seconds",
 		Help: "How long past its retention the oldest row the retention job has still to delete is, by table (0: caught up), as of its last round.",
 	}, []string{"table"})
+	m.lastRound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paynotify_job_last_round_timestamp_seconds",
+		Help: "When each background job's last round ended, failed or not (the jobs' start before the first): a job whose round hangs stops moving it.",
+	}, []string{"job"})
+	m.interval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "paynotify_job_interval_seconds", Help: "Each background job's pause between rounds.",
+	}, []string{"job"})
 	for _, t := range service.PurgeTables {
 		m.purged.WithLabelValues(string(t))
+		m.overdue.WithLabelValues(string(t)) // 0 until the first round measures it
 	}
-	m.reg.MustRegister(m.jobRounds, m.jobRows, m.closed, m.published, m.consumed, m.purged, m.overdue)
+	m.reg.MustRegister(m.jobRounds, m.jobRows, m.closed, m.published, m.consumed, m.purged, m.overdue, m.lastRound, m.interval)
+}
+
+// Jobs creates the series of the jobs about to run (for service.RunJobs):
+// their rounds at 0, their interval, and their last round at now, so a job
+// whose first round hangs is seen too.
+func (m *Metrics) Jobs(jobs ...service.Job) {
+	if m == nil {
+		return
+	}
+	now := float64(time.Now().UnixNano()) / 1e9
+	for _, j := range jobs {
+		m.jobRounds.WithLabelValues(j.Name, "ok")
+		m.jobRounds.WithLabelValues(j.Name, "error")
+		m.jobRows.WithLabelValues(j.Name)
+		m.interval.WithLabelValues(j.Name).Set(j.Interval.Seconds())
+		m.lastRound.WithLabelValues(j.Name).Set(now)
+	}
 }
 
 // RetentionPurged counts rows the retention job deleted from a table (for
@@ -66,6 +91,7 @@ func (m *Metrics) JobRound(r service.Round) {
 		result = "error"
 	}
 	m.jobRounds.WithLabelValues(r.Job, result).Inc()
+	m.lastRound.WithLabelValues(r.Job).SetToCurrentTime()
 	m.jobRows.WithLabelValues(r.Job).Add(float64(r.Rows))
 	if r.Job == service.CloserJob {
 		m.closed.Add(float64(r.Rows))

@@ -51,6 +51,8 @@ type Metrics struct {
 	consumed  *prometheus.CounterVec
 	purged    *prometheus.CounterVec
 	overdue   *prometheus.GaugeVec
+	lastRound *prometheus.GaugeVec
+	interval  *prometheus.GaugeVec
 
 	// providers are the configured ones (Providers), read at each scrape.
 	mu        sync.Mutex

@@ -15,8 +15,9 @@ import (
 type StateReader interface {
 	OldestPaymentIn(ctx context.Context, state model.PaymentState) (time.Time, bool, error)
 	OldestUnsent(ctx context.Context) (time.Time, bool, error)
-	ReconQueue(ctx context.Context) (model.QueueCount, error)
+	ReconQueueOf(ctx context.Context, provider model.Provider) (int64, error)
 	LastReconciled(ctx context.Context, provider model.Provider) (string, bool, error)
+	FirstPaidAt(ctx context.Context, provider model.Provider) (time.Time, bool, error)
 }
 
 // WatchState registers the gauges operators are alerted on that are read
@@ -53,45 +54,65 @@ func (m *Metrics) WatchState(store StateReader) {
 		Name: "paynotify_outbox_oldest_unsent_seconds",
 		Help: "Age of the oldest outbox row not yet published (PENDING or FAILED); 0 if every row is sent.",
 	}, read(func(ctx context.Context) (float64, error) { return age(store.OldestUnsent(ctx)) })))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "paynotify_reconciliation_unresolved_items",
-		Help: "Reconciliation items an operator has to look at: unresolved, and not repaired.",
-	}, read(func(ctx context.Context) (float64, error) {
-		q, err := store.ReconQueue(ctx)
-		return float64(q.Count), err
-	})))
-	m.reg.MustRegister(lastReconciled{
+	m.reg.MustRegister(perProvider{
+		desc: prometheus.NewDesc("paynotify_reconciliation_unresolved_items",
+			"Reconciliation items an operator has to look at: unresolved, and not repaired, by configured provider.",
+			[]string{"provider"}, nil),
+		providers: m.configured,
+		read: func(p model.Provider) float64 {
+			return read(func(ctx context.Context) (float64, error) {
+				n, err := store.ReconQueueOf(ctx, p)
+				return float64(n), err
+			})()
+		},
+	})
+	m.reg.MustRegister(perProvider{
 		desc: prometheus.NewDesc("paynotify_reconciliation_last_success_date",
-			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; 0 if none was: alert when it is older than two days.",
+			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; before the first, the day before the provider's first payment (yesterday with none): alert when it is older than two days.",
 			[]string{"provider"}, nil),
 		providers: m.configured,
 		read: func(p model.Provider) float64 {
 			return read(func(ctx context.Context) (float64, error) {
 				date, ok, err := store.LastReconciled(ctx, p)
-				if err != nil || !ok {
+				if err != nil {
 					return 0, err
 				}
-				day, err := service.ParseBillDate(date)
+				if ok {
+					day, err := service.ParseBillDate(date)
+					return float64(day.Unix()), err
+				}
+				// No run has succeeded yet: every day before the first
+				// payment's is as good as reconciled (nothing of ours to
+				// check), so a fresh install is not a missed run, and a
+				// ledger whose payments never got reconciled is.
+				first, ok, err := store.FirstPaidAt(ctx, p)
+				if err != nil {
+					return 0, err
+				}
+				if !ok {
+					first = time.Now()
+				}
+				day, err := service.ParseBillDate(service.Yesterday(first))
 				return float64(day.Unix()), err
 			})()
 		},
 	})
 }
 
-// lastReconciled reports each configured provider's last bill date
-// reconciled: one series per provider Metrics.Providers names, read at
-// each scrape (the providers are known only once the services are wired).
-type lastReconciled struct {
+// perProvider is a gauge read from the database for each configured
+// provider: one series per provider Metrics.Providers names, read at each
+// scrape (the providers are known only once the services are wired).
+type perProvider struct {
 	desc      *prometheus.Desc
 	providers func() []model.Provider
 	read      func(model.Provider) float64
 }
 
 // Describe implements prometheus.Collector.
-func (c lastReconciled) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c perProvider) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
-func (c lastReconciled) Collect(ch chan<- prometheus.Metric) {
+func (c perProvider) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.providers() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.read(p), string(p))
 	}

@@ -19,8 +19,9 @@ import (
 )
 
 // The last reconciled bill date is one series per configured provider,
-// read from the runs: a provider with no DONE run reports 0, and one not
-// configured has no series at all (so no alert watches it).
+// read from the runs (before the first DONE one, the day before the
+// provider's first payment), and one not configured has no series at all
+// (so no alert watches it).
 func TestReconLastSuccessByProvider(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		ctx := t.Context()
@@ -54,11 +55,21 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		}
 		const gauge = "paynotify_reconciliation_last_success_date"
 
+		// WeChat Pay has no run that succeeded: with no payment of its
+		// own, every day up to yesterday is as good as reconciled (a fresh
+		// install is no missed run); with one, the day before its first.
 		body := scrape(model.ProviderAlipay, model.ProviderWechatpay)
-		for _, w := range []string{gauge + `{provider="alipay"} ` + day("2026-11-29"), gauge + `{provider="wechatpay"} 0`} {
+		for _, w := range []string{gauge + `{provider="alipay"} ` + day("2026-11-29"), gauge + `{provider="wechatpay"} ` + day(service.Yesterday(time.Now()))} {
 			if !strings.Contains(body, w+"\n") {
 				t.Errorf("/metrics lacks %q:\n%s", w, body)
 			}
+		}
+		if _, err := store.SQL().Exec("INSERT INTO oms_order_payment (provider, trade_no, out_trade_no, amount, state, paid_at) VALUES ('wechatpay', 'W-FIRST', 'SN-FIRST', '1.00', 'UNMATCHED', ?)",
+			time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)); err != nil { // 10:00 on the 20th in Beijing
+			t.Fatal(err)
+		}
+		if w := gauge + `{provider="wechatpay"} ` + day("2026-11-19"); !strings.Contains(scrape(model.ProviderWechatpay), w+"\n") {
+			t.Errorf("/metrics lacks %q", w)
 		}
 
 		finish(model.ProviderWechatpay, "2026-11-30", model.ReconDone)
@@ -68,6 +79,34 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		}
 		if strings.Contains(body, `provider="alipay"`) {
 			t.Errorf("a WeChat Pay-only instance reports Alipay's reconciliation:\n%s", body)
+		}
+
+		// Items to look at, per provider: an open and a REPAIRED one of
+		// Alipay's run, a resolved one of WeChat Pay's.
+		for _, it := range []struct {
+			p        model.Provider
+			outcome  model.ReconOutcome
+			resolved bool
+		}{
+			{model.ProviderAlipay, model.ReconUnmatched, false},
+			{model.ProviderAlipay, model.ReconRepaired, false},
+			{model.ProviderWechatpay, model.ReconAmountDiffers, true},
+		} {
+			q := "INSERT INTO recon_item (run_id, attempt_no, outcome, ref) SELECT id, 1, ?, ? FROM recon_run WHERE provider = ? AND bill_date = ?"
+			date := map[model.Provider]string{model.ProviderAlipay: "2026-11-29", model.ProviderWechatpay: "2026-11-30"}[it.p]
+			if it.resolved {
+				q = "INSERT INTO recon_item (run_id, attempt_no, outcome, ref, resolved_at) SELECT id, 1, ?, ?, CURRENT_TIMESTAMP FROM recon_run WHERE provider = ? AND bill_date = ?"
+			}
+			if _, err := store.SQL().Exec(q, it.outcome, string(it.outcome), it.p, date); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const open = "paynotify_reconciliation_unresolved_items"
+		body = scrape(model.ProviderAlipay, model.ProviderWechatpay)
+		for _, w := range []string{open + `{provider="alipay"} 1`, open + `{provider="wechatpay"} 0`} {
+			if !strings.Contains(body, w+"\n") {
+				t.Errorf("/metrics lacks %q:\n%s", w, body)
+			}
 		}
 	})
 }

@@ -167,19 +167,23 @@ type PayStart struct {
 	Payer Payer
 }
 
-// Gateway and payment-start errors.
+// Gateway and payment-start errors. The first four are a payment
+// provider's answers; their texts name no provider, so every site that
+// wraps one says whose answer it was (alipay's "alipay query: …",
+// wechatpay's "wechatpay refund …"), and a ProviderError says it to the
+// handler.
 var (
-	// ErrTradeNotExist: Alipay (signed) says it has no such trade — the
-	// buyer never scanned or opened the page.
-	ErrTradeNotExist = errors.New("trade does not exist at Alipay")
-	// ErrTradeStatus: Alipay (signed) refuses because of the trade's state,
-	// e.g. closing a trade that is already paid.
-	ErrTradeStatus = errors.New("trade state does not allow this at Alipay")
-	// ErrGatewayRefused: Alipay answered a signed business failure.
-	ErrGatewayRefused = errors.New("Alipay refused the request")
+	// ErrTradeNotExist: the provider (signed) says it has no such trade —
+	// the buyer never scanned or opened the page.
+	ErrTradeNotExist = errors.New("trade does not exist at the payment provider")
+	// ErrTradeStatus: the provider (signed) refuses because of the trade's
+	// state, e.g. closing a trade that is already paid.
+	ErrTradeStatus = errors.New("trade state does not allow this at the payment provider")
+	// ErrGatewayRefused: the provider answered a signed business failure.
+	ErrGatewayRefused = errors.New("the payment provider refused the request")
 	// ErrGatewayUnknown: no trustworthy answer (timeout, network, unsigned
 	// error): the outcome is unknown and must be found out by query.
-	ErrGatewayUnknown = errors.New("Alipay's answer is unknown")
+	ErrGatewayUnknown = errors.New("the payment provider's answer is unknown")
 	// ErrOrderNotPayable: the order is not awaiting payment.
 	ErrOrderNotPayable = errors.New("order is not awaiting payment")
 	// ErrNothingToRefund: the order has no applied payment to refund.
@@ -213,4 +217,42 @@ type RefundChange struct {
 	// Note is Alipay's error or the operator's note.
 	Note       string
 	CreateTime time.Time
+}
+
+// ProviderError is a provider's gateway error (ErrTradeNotExist,
+// ErrTradeStatus, ErrGatewayRefused, ErrGatewayUnknown) tagged with the
+// provider that answered, so that an API client is told whose answer it
+// was. Its text is Err's, which names the provider already.
+type ProviderError struct {
+	Provider Provider
+	Err      error
+}
+
+func (e *ProviderError) Error() string { return e.Err.Error() }
+
+// Unwrap is the gateway error.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// TagProvider wraps err in a ProviderError of p if it is a gateway error
+// not tagged yet, and returns any other error (and nil) as it is.
+func TagProvider(p Provider, err error) error {
+	var pe *ProviderError
+	switch {
+	case err == nil, errors.As(err, &pe):
+		return err
+	case errors.Is(err, ErrTradeNotExist), errors.Is(err, ErrTradeStatus),
+		errors.Is(err, ErrGatewayRefused), errors.Is(err, ErrGatewayUnknown):
+		return &ProviderError{Provider: p, Err: err}
+	}
+	return err
+}
+
+// ProviderOf is the provider a ProviderError in err's chain names, or
+// "" if there is none.
+func ProviderOf(err error) Provider {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return pe.Provider
+	}
+	return ""
 }

@@ -62,6 +62,21 @@ var ReconOutcomes = []ReconOutcome{
 	ReconAmountDiffers, ReconRefundMissingAtProvider, ReconUnknownRefund,
 }
 
+// ReconOutcomeNamed reads an outcome as a filter names it: one of
+// ReconOutcomes, or a name migration 00013 renamed (MISSING_AT_ALIPAY,
+// REFUND_MISSING_AT_ALIPAY), which reads as its new name so that an old
+// script's filter still finds the rows.
+func ReconOutcomeNamed(s string) ReconOutcome {
+	switch o := ReconOutcome(s); o {
+	case "MISSING_AT_ALIPAY":
+		return ReconMissingAtProvider
+	case "REFUND_MISSING_AT_ALIPAY":
+		return ReconRefundMissingAtProvider
+	default:
+		return o
+	}
+}
+
 // Valid reports whether o is a known outcome.
 func (o ReconOutcome) Valid() bool {
 	for _, x := range ReconOutcomes {

@@ -338,7 +338,7 @@ func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a mode
 			_, err := closeAttempt(ctx, c.store, a, "payment method switched", c.now())
 			return err
 		}
-		return fmt.Errorf("%w: close of %q refused while the trade is %s", model.ErrGatewayUnknown, a.OutTradeNo, t.Status)
+		return model.TagProvider(a.Provider, fmt.Errorf("%w: %s close of %q refused while the trade is %s", model.ErrGatewayUnknown, a.Provider, a.OutTradeNo, t.Status))
 	}
 	return err
 }

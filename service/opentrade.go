@@ -211,7 +211,7 @@ func (r *OpenTrades) closeAbandoned(ctx context.Context, a model.PayAttempt) (bo
 		case t.Status == model.TradeClosed:
 			return closeAttempt(ctx, r.store, a, "closed at "+a.Provider.Name(), r.now())
 		}
-		return false, fmt.Errorf("%w: close refused while the trade is %s", model.ErrGatewayUnknown, t.Status)
+		return false, model.TagProvider(a.Provider, fmt.Errorf("%w: %s close refused while the trade is %s", model.ErrGatewayUnknown, a.Provider, t.Status))
 	}
 	return false, err
 }

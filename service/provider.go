@@ -15,7 +15,9 @@ import (
 // wechatpay's, or a fake in tests and dev). An adapter only translates:
 // what a payment does to its order is decided above it, once. Errors are
 // model.ErrTradeNotExist, ErrTradeStatus, ErrGatewayRefused or
-// ErrGatewayUnknown.
+// ErrGatewayUnknown, wrapped with text that names the provider and
+// tagged with it (model.TagProvider), so that API clients are told whose
+// answer it was.
 type Provider interface {
 	// Accepts reports whether the provider takes payment by m.
 	Accepts(m model.PayMethod) bool
@@ -39,6 +41,14 @@ type Provider interface {
 	// TradeBill fetches the provider's bill of a Beijing day:
 	// model.ErrNoBill when it has none (no business that day).
 	TradeBill(ctx context.Context, day time.Time) (model.Bill, error)
+}
+
+// BillKeeper is a bill source that keeps bills for a limited time
+// (WeChat Pay: three months). CheckBillDay says why day's bill can no
+// longer be had at now, or nil; a run of such a day is refused as a bad
+// request before it is claimed, as a day after yesterday is.
+type BillKeeper interface {
+	CheckBillDay(day, now time.Time) error
 }
 
 // Providers are the providers this merchant takes payment through, by

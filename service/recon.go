@@ -148,10 +148,26 @@ type claimed struct {
 	started time.Time
 }
 
+// CheckDate refuses, as model.ErrInvalidRequest, a date this provider
+// cannot have a bill of (CheckBillDate, and a BillKeeper's horizon).
+func (r *BillReconciler) CheckDate(date string) (time.Time, error) {
+	now := r.now()
+	day, err := CheckBillDate(date, now)
+	if err != nil {
+		return day, err
+	}
+	if k, ok := r.bills.(BillKeeper); ok {
+		if err := k.CheckBillDay(day, now); err != nil {
+			return time.Time{}, fmt.Errorf("%w: %w", model.ErrInvalidRequest, err)
+		}
+	}
+	return day, nil
+}
+
 // claim claims date's run for an attempt of this instance; asked, through
 // the admin API, with the ask in admin_audit.
 func (r *BillReconciler) claim(ctx context.Context, date string, asked bool) (claimed, error) {
-	day, err := CheckBillDate(date, r.now())
+	day, err := r.CheckDate(date)
 	if err != nil {
 		return claimed{}, err
 	}

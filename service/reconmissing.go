@@ -42,7 +42,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 		func(f model.Refund) model.ReconItem {
 			return model.ReconItem{Outcome: model.ReconRefundMissingAtProvider, Ref: f.OutRequestNo, TradeNo: f.TradeNo,
 				OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, LedgerAmount: amountPtr(f.Amount),
-				Detail: "we hold this refund as REFUNDED; Alipay's bill has no such refund"}
+				Detail: "we hold this refund as REFUNDED; its provider's bill has no such refund"}
 		},
 		"refunds we hold as REFUNDED missing from their provider's bill, in all")
 }

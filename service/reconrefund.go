@@ -12,20 +12,24 @@ import (
 // settledNote begins the last_error of a refund settleFailed moved from
 // REFUND_FAILED to REFUNDED: it is how a re-run knows the refund as one
 // the bill contradicted.
-const settledNote = "REFUND_FAILED here, refunded in Alipay's bill of "
+const settledNote = "REFUND_FAILED here, refunded in its provider's bill of "
 
-const settledDetail = "we held this refund as REFUND_FAILED; Alipay refunded it: now REFUNDED, counted against its payment"
+// settledNoteAlipay is settledNote as runs before WeChat Pay wrote it:
+// refunds they settled keep it.
+const settledNoteAlipay = "REFUND_FAILED here, refunded in Alipay's bill of "
+
+const settledDetail = "we held this refund as REFUND_FAILED; its provider refunded it: now REFUNDED, counted against its payment"
 
 // settledFromBill reports whether f is a refund settleFailed settled.
 func settledFromBill(f model.Refund) bool {
-	return f.State == model.RefundRefunded && strings.HasPrefix(f.LastError, settledNote)
+	return f.State == model.RefundRefunded && (strings.HasPrefix(f.LastError, settledNote) || strings.HasPrefix(f.LastError, settledNoteAlipay))
 }
 
-// settleFailed handles a bill refund we hold as REFUND_FAILED: Alipay
-// made it, so it is recorded as made — REFUNDED (and an automatic
+// settleFailed handles a bill refund we hold as REFUND_FAILED: the
+// provider made it, so it is recorded as made — REFUNDED (and an automatic
 // refund's payment with it), booked once (payment.refunded) — and counts
 // against its payment from now on, so a later refund never exceeds what
-// is left. The item stays open: a refund Alipay refused and then made
+// is left. The item stays open: a refund the provider refused and then made
 // needs an operator's eye.
 func (m *matcher) settleFailed(ctx context.Context, e model.BillEntry, f model.Refund) (model.ReconItem, error) {
 	amount := e.Amount.Neg()

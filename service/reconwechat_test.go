@@ -260,9 +260,14 @@ func TestReconcileWechatPayFaults(t *testing.T) {
 			t.Fatalf("no-bill day with a payment %+v", nb)
 		}
 
-		old := r.run(t, r.recon, r.clock.Now().AddDate(0, -4, 0).Format(time.DateOnly))
-		if old.State != model.ReconFailed || !strings.Contains(old.Error, "3 months") {
-			t.Fatalf("a day four months back %+v", old)
+		// Four months back: refused before a run is claimed, as a day
+		// after yesterday is, with the reason; no run is left behind.
+		old := r.clock.Now().AddDate(0, -4, 0).Format(time.DateOnly)
+		if run, err := r.recon.Run(ctx, old); !errors.Is(err, model.ErrInvalidRequest) || !strings.Contains(err.Error(), "WeChat Pay keeps trade bills for 3 months") {
+			t.Fatalf("a day four months back: %+v, %v", run, err)
+		}
+		if n := r.count(t, "SELECT COUNT(*) FROM recon_run WHERE bill_date = ?", old); n != 0 {
+			t.Fatalf("a refused day left %d runs", n)
 		}
 	})
 }

@@ -129,6 +129,14 @@ func (r *Retention) overdue(ctx context.Context, now time.Time, before string) e
 		return err
 	}
 	r.OnOverdue(PurgeSessions, past(expired, ok))
+	// A finished row's back-off is due at once; when it finished is not
+	// recorded, so its last failure (update_time) stands for it: an
+	// upper bound of how long the row has waited to be deleted.
+	failed, ok, err := r.store.OldestFinishedBackoff(ctx)
+	if err != nil {
+		return err
+	}
+	r.OnOverdue(PurgeBackoff, past(failed, ok))
 	date, ok, err := r.store.OldestPurgeableReconDate(ctx, before)
 	if err != nil {
 		return err

@@ -126,17 +126,22 @@ func TestRetention(t *testing.T) {
 			model.AttemptOpen, model.AttemptClosed)
 		execSQL(t, store, "INSERT INTO oms_order_payment (provider, trade_no, order_id, out_trade_no, amount, state) VALUES (?, 'T-PENDING', 1, 'X1', '1.00', ?), (?, 'T-DONE', 2, 'X2', '1.00', ?)",
 			model.ProviderAlipay, model.PaymentRefundPending, model.ProviderAlipay, model.PaymentRefunded)
+		// Last failed (update_time) an hour ago; the rows still waiting
+		// five hours ago, and T-GONE, which the first round of 4 leaves,
+		// two: the gauge is how long ago the finished row left last failed.
 		for _, b := range []struct {
-			job string
-			id  int64
-			key string
+			job    string
+			id     int64
+			key    string
+			failed time.Duration
 		}{
-			{"order-close", 1, ""}, {"order-close", 2, ""}, {"order-close", 99, ""},
-			{"trade-close", 1, ""}, {"trade-close", 2, ""},
-			{"refund-enqueue", 0, "T-PENDING"}, {"refund-enqueue", 0, "T-DONE"}, {"refund-enqueue", 0, "T-GONE"},
+			{"order-close", 1, "", 5 * time.Hour}, {"order-close", 2, "", time.Hour}, {"order-close", 99, "", time.Hour},
+			{"trade-close", 1, "", 5 * time.Hour}, {"trade-close", 2, "", time.Hour},
+			{"refund-enqueue", 0, "T-PENDING", 5 * time.Hour}, {"refund-enqueue", 0, "T-DONE", time.Hour},
+			{"refund-enqueue", 0, "T-GONE", 2 * time.Hour},
 		} {
 			execSQL(t, store, "INSERT INTO job_backoff (job, row_id, row_key, failures, next_try_at, update_time) VALUES (?,?,?,?,?,?)",
-				b.job, b.id, b.key, 3, retentionNow.Add(-time.Hour), retentionNow)
+				b.job, b.id, b.key, 3, retentionNow.Add(-time.Hour), retentionNow.Add(-b.failed))
 		}
 
 		// recon_seen: lines of a date reconciled cleanly (or whose items
@@ -170,7 +175,7 @@ func TestRetention(t *testing.T) {
 		if _, err := r.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if overdue[service.PurgeOutbox] != 3*time.Hour || overdue[service.PurgeSessions] != 0 ||
+		if overdue[service.PurgeOutbox] != 3*time.Hour || overdue[service.PurgeSessions] != 0 || overdue[service.PurgeBackoff] != 2*time.Hour ||
 			overdue[service.PurgeSeen] != retentionNow.Sub(time.Date(2026, 8, 2, 0, 0, 0, 0, model.Beijing).Add(r.Recon)) {
 			t.Errorf("overdue after one round of 4 rows a table: %v", overdue)
 		}
@@ -182,6 +187,9 @@ func TestRetention(t *testing.T) {
 			if deleted[table] != want[table] {
 				t.Errorf("%s: the rounds after the first deleted %d, want %d", table, deleted[table], want[table])
 			}
+		}
+		if len(overdue) != len(service.PurgeTables) {
+			t.Errorf("overdue told of %v, want every table", overdue)
 		}
 		for table, d := range overdue {
 			if d != 0 {

@@ -39,7 +39,7 @@ var (
 	ErrNoBill = fmt.Errorf("%w: no WeChat Pay trade bill for the day (NO_STATEMENT_EXIST)", model.ErrNoBill)
 	// ErrBillNotReady: the day's bill is still being made
 	// (STATEMENT_CREATING; WeChat Pay has it from 10:00 the next day).
-	ErrBillNotReady = fmt.Errorf("%w: the trade bill is not ready yet", model.ErrGatewayUnknown)
+	ErrBillNotReady = fmt.Errorf("%w: WeChat Pay's trade bill is not ready yet", model.ErrGatewayUnknown)
 	// ErrBillTooOld: WeChat Pay keeps bills for three months.
 	ErrBillTooOld = fmt.Errorf("%w: WeChat Pay keeps trade bills for %d months", model.ErrGatewayRefused, billMonths)
 )
@@ -144,8 +144,12 @@ func (c *Client) BillLink(ctx context.Context, day time.Time) (BillLink, error) 
 }
 
 // oldestBill is the first Beijing day WeChat Pay still has a bill of.
-func (c *Client) oldestBill() time.Time {
-	y, m, d := c.now().In(model.Beijing).Date()
+func (c *Client) oldestBill() time.Time { return oldestBillAt(c.now()) }
+
+// oldestBillAt is the first day WeChat Pay still has a bill of at now:
+// three months back.
+func oldestBillAt(now time.Time) time.Time {
+	y, m, d := now.In(model.Beijing).Date()
 	return time.Date(y, m-billMonths, d, 0, 0, 0, 0, model.Beijing)
 }
 
@@ -158,7 +162,7 @@ func (c *Client) oldestBill() time.Time {
 func (c *Client) DownloadBill(ctx context.Context, l BillLink, w io.Writer) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, BillDownloadTimeout)
 	defer cancel()
-	unsigned := core.NewClientWithValidator(c.sdk, &validators.NullValidator{})
+	unsigned := core.NewClientWithValidator(c.download, &validators.NullValidator{})
 	res, err := unsigned.Get(ctx, l.DownloadURL)
 	if err != nil {
 		var sdkErr *core.APIError

@@ -87,8 +87,11 @@ type Client struct {
 	keys         *keyring
 	verifier     auth.Verifier
 	sdk          *core.Client
-	gateway      *url.URL
-	now          func() time.Time
+	// download is sdk with BillDownloadTimeout instead of httpTimeout:
+	// a big day's bill takes longer than any API call.
+	download *core.Client
+	gateway  *url.URL
+	now      func() time.Time
 }
 
 // New checks cfg, naming every missing or malformed setting in one error
@@ -156,12 +159,22 @@ func New(cfg Config) (*Client, error) {
 	if gw.String() != DefaultGateway {
 		hc = redirected(hc, gw)
 	}
-	c.sdk, err = core.NewClient(context.Background(),
-		option.WithMerchantCredential(cfg.MchID, cfg.MerchantSerial, priv),
-		option.WithVerifier(c.verifier),
-		option.WithHTTPClient(hc),
-	)
-	if err != nil {
+	sdk := func(hc *http.Client) (*core.Client, error) {
+		return core.NewClient(context.Background(),
+			option.WithMerchantCredential(cfg.MchID, cfg.MerchantSerial, priv),
+			option.WithVerifier(c.verifier),
+			option.WithHTTPClient(hc),
+		)
+	}
+	if c.sdk, err = sdk(hc); err != nil {
+		return nil, fmt.Errorf("wechatpay: %w", err)
+	}
+	long := *hc
+	long.Timeout = max(hc.Timeout, BillDownloadTimeout)
+	if hc.Timeout == 0 {
+		long.Timeout = 0 // no limit of its own: DownloadBill's context bounds it
+	}
+	if c.download, err = sdk(&long); err != nil {
 		return nil, fmt.Errorf("wechatpay: %w", err)
 	}
 	return c, nil

@@ -17,7 +17,8 @@ import (
 // Provider is the WeChat Pay client as the service's payment provider
 // (service.Provider): it starts payments with the notify URL it was made
 // with, and translates everything else between the service's terms (yuan,
-// Alipay's trade states) and WeChat Pay's (fen, its own).
+// Alipay's trade states) and WeChat Pay's (fen, its own). Its gateway
+// errors are model.ProviderErrors of WeChat Pay.
 type Provider struct {
 	*Client
 	notifyURL string
@@ -51,7 +52,7 @@ func (p *Provider) StartPayment(ctx context.Context, s model.PayStart) (string, 
 		ExpireAt: s.ExpireAt, NotifyURL: p.notifyURL, OpenID: s.Payer.OpenID, PayerIP: s.Payer.IP,
 	})
 	if err != nil {
-		return "", err
+		return "", tag(err)
 	}
 	switch Method(s.Method) {
 	case MethodNative:
@@ -93,7 +94,7 @@ func (t Transaction) Observation() model.Observation {
 func (p *Provider) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error) {
 	st, err := p.Client.QueryTrade(ctx, outTradeNo)
 	if err != nil {
-		return model.Trade{}, err
+		return model.Trade{}, tag(err)
 	}
 	t := model.Trade{Provider: model.ProviderWechatpay, OutTradeNo: outTradeNo}
 	switch st.State {
@@ -107,7 +108,7 @@ func (p *Provider) QueryTrade(ctx context.Context, outTradeNo string) (model.Tra
 	case TradeClosed, TradeRevoked, TradePayError:
 		t.Status = model.TradeClosed
 	default:
-		return model.Trade{}, fmt.Errorf("%w: wechatpay query %s: trade_state %q", model.ErrGatewayUnknown, outTradeNo, clip(string(st.State)))
+		return model.Trade{}, tag(fmt.Errorf("%w: wechatpay query %s: trade_state %q", model.ErrGatewayUnknown, outTradeNo, clip(string(st.State))))
 	}
 	return t, nil
 }
@@ -125,14 +126,22 @@ func (p *Provider) Refund(ctx context.Context, tradeNo, outRequestNo string, amo
 	}
 	total, err := p.transactionTotal(ctx, tradeNo)
 	if err != nil {
-		return err
+		return tag(err)
 	}
 	r, err := p.Client.Refund(ctx, RefundRequest{TransactionID: tradeNo, OutRefundNo: outRequestNo, Refund: fen, Total: total, Reason: reason})
 	if err != nil {
-		return err
+		return tag(err)
 	}
-	return refundOutcome(r)
+	return tag(refundOutcome(r))
 }
+
+// CloseTrade is Client.CloseTrade for the service.
+func (p *Provider) CloseTrade(ctx context.Context, outTradeNo string) error {
+	return tag(p.Client.CloseTrade(ctx, outTradeNo))
+}
+
+// tag marks a gateway error as WeChat Pay's.
+func tag(err error) error { return model.TagProvider(model.ProviderWechatpay, err) }
 
 // refundOutcome is what a refund's status means to the refund worker.
 func refundOutcome(r Refund) error {
@@ -158,9 +167,9 @@ func (p *Provider) RefundDone(ctx context.Context, tradeNo, outRequestNo string,
 	case errors.Is(err, ErrNoRefund):
 		return false, nil
 	case err != nil:
-		return false, err
+		return false, tag(err)
 	case r.Status == RefundProcessing:
-		return false, refundOutcome(r)
+		return false, tag(refundOutcome(r))
 	}
 	return r.Status == RefundSuccess, nil
 }
@@ -183,9 +192,20 @@ func (c *Client) transactionTotal(ctx context.Context, transactionID string) (in
 func (p *Provider) TradeBill(ctx context.Context, day time.Time) (model.Bill, error) {
 	b, err := p.Client.TradeBill(ctx, day)
 	if err != nil {
-		return nil, err // never a nil *Bill in a non-nil interface
+		return nil, tag(err) // never a nil *Bill in a non-nil interface
 	}
 	return b, nil
+}
+
+// CheckBillDay refuses a day WeChat Pay no longer has a bill of at now
+// (service.BillKeeper): it keeps them three months, so a run of an older
+// day is refused before it is claimed, with the reason.
+func (p *Provider) CheckBillDay(day, now time.Time) error {
+	if oldest := oldestBillAt(now); day.In(model.Beijing).Before(oldest) {
+		return fmt.Errorf("WeChat Pay keeps trade bills for %d months: %s is before %s", billMonths,
+			day.In(model.Beijing).Format(time.DateOnly), oldest.Format(time.DateOnly))
+	}
+	return nil
 }
 
 // Notice verifies a notification (VerifyNotification) and says it in the
