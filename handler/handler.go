@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -114,9 +115,11 @@ func New(d Deps) http.Handler {
 		return d.DB.Ready(ctx)
 	}
 	m.WatchReady(ready)
+	var said readiness
 	r.GET("/readyz", func(c *gin.Context) {
-		if err := ready(c.Request.Context()); err != nil {
-			logger(c).Warn("not ready", "err", err)
+		err := ready(c.Request.Context())
+		said.log(logger(c), err)
+		if err != nil {
 			// What the server said of itself is ours to show; a driver's
 			// error is not.
 			msg := "database unreachable"
@@ -130,6 +133,32 @@ func New(d Deps) http.Handler {
 	})
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{})))
 	return r
+}
+
+// readiness logs what /readyz finds when it changes: a load balancer
+// probes every second or so, and a node out of the cluster for minutes
+// would otherwise log a WARN line per probe.
+type readiness struct {
+	mu   sync.Mutex
+	last string // "" while ready
+}
+
+func (r *readiness) log(log *slog.Logger, err error) {
+	now := ""
+	if err != nil {
+		now = err.Error()
+	}
+	r.mu.Lock()
+	changed := now != r.last
+	r.last = now
+	r.mu.Unlock()
+	switch {
+	case !changed:
+	case err != nil:
+		log.Warn("not ready", "err", err)
+	default:
+		log.Info("ready again")
+	}
 }
 
 // routeAPI routes the member-facing order API under /api/v1, when a JWT
