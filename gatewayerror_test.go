@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,16 +21,8 @@ import (
 // wechatpay_unavailable (503), Alipay's alipay_refused and
 // alipay_unavailable as before — never Alipay for WeChat Pay's.
 func TestPayStartGatewayErrorsNameTheirProvider(t *testing.T) {
-	appKey, appPub := newKeyPair(t)
-	alipayKey, alipayPub := newKeyPair(t)
-	const appID, sellerID, secret = "2021000000000043", "2088000000000043", "gateway-errors-jwt-secret-0123456789abcdef"
-	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	aliGW := httptest.NewServer(ali.Handler())
-	t.Cleanup(aliGW.Close)
-	t.Cleanup(ali.Close)
+	const secret = "gateway-errors-jwt-secret-0123456789abcdef"
+	ali, aliEnv := startFakeAlipay(t)
 	dir := t.TempDir()
 	wx, wechatEnv := startFakeWechat(t, dir)
 	db := filepath.Join(dir, "gw.db")
@@ -43,10 +34,9 @@ func TestPayStartGatewayErrorsNameTheirProvider(t *testing.T) {
 	if err := store.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	environ := append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID,
-		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(aliGW.URL),
+	environ := append(append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db,
 		"API_JWT_SECRET=" + secret, "PUBLIC_URL=https://shop.example", "ALIPAY_JOBS_INTERVAL=1h", "WECHATPAY_JOBS_INTERVAL=1h",
-		"ORDER_PAY_TIMEOUT=24h", "RECON_AT=off"}, wechatEnv...)
+		"ORDER_PAY_TIMEOUT=24h", "RECON_AT=off"}, aliEnv...), wechatEnv...)
 	base, logs := start(t, []string{"serve"}, environ)
 	token, err := handler.MemberToken([]byte(secret), 1, time.Hour)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"paynotify/alipay"
-	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/model"
@@ -50,32 +49,22 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if *only != "" && !slices.Contains(model.Providers, model.Provider(*only)) {
 		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
 	}
-	// The providers configured, as serve reads them: each is on when its
-	// variables are set; with none set, Alipay's are named as missing.
-	cfg, err := config.Load(env.environ)
-	var (
-		acfg     alipay.Config
-		aerr     error
-		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
-	)
-	if alipayOn {
-		acfg, aerr = alipay.FromConfig(cfg, devKeys())
-	}
-	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
-	if err := config.Join(err, aerr, werr); err != nil {
+	// The providers configured, as serve reads them.
+	cfg, pc, err := loadConfig(env.environ)
+	if err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	providers := service.Providers{}
-	if alipayOn {
-		client, err := alipay.New(acfg)
+	if pc.alipayOn {
+		client, err := alipay.New(pc.alipay)
 		if err != nil {
 			return err
 		}
 		providers[model.ProviderAlipay] = alipay.NewProvider(client, "", "")
 	}
-	if weChatOn {
-		wc, err := wechatpay.New(wcfg)
+	if pc.weChatOn {
+		wc, err := wechatpay.New(pc.wechatpay)
 		if err != nil {
 			return err
 		}

@@ -29,16 +29,7 @@ import (
 // (Alipay's and WeChat Pay's), the exit status the worst of them;
 // -provider runs one; a provider not configured or not known is refused.
 func TestReconcileCommandPerProvider(t *testing.T) {
-	appKey, appPub := newKeyPair(t)
-	alipayKey, alipayPub := newKeyPair(t)
-	const appID, sellerID = "2021000000000042", "2088000000000042"
-	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	aliGW := httptest.NewServer(ali.Handler())
-	t.Cleanup(aliGW.Close)
-	t.Cleanup(ali.Close)
+	_, aliEnv := startFakeAlipay(t)
 	dir := t.TempDir()
 	wx, wechatEnv := startFakeWechat(t, dir)
 
@@ -51,8 +42,7 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	if err := store.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	alipayEnv := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID,
-		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(aliGW.URL)}
+	alipayEnv := append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db}, aliEnv...)
 	bothEnv := append(append([]string{}, alipayEnv...), wechatEnv...)
 	// printedRun is what the command prints of a run (the admin API's shape).
 	type printedRun struct {
@@ -266,6 +256,24 @@ func TestReconcileWechatPayAcrossTwoInstances(t *testing.T) {
 // startFakeWechat starts a fake WeChat Pay on a loopback port, with keys
 // of its own, and returns it with the WECHATPAY_* environment of a
 // paynotify that uses it (its key files written in dir).
+// startFakeAlipay starts a fake Alipay gateway on keys of its own and
+// returns it with the ALIPAY_* environment that points serve at it.
+func startFakeAlipay(t *testing.T) (*fakealipay.Server, []string) {
+	t.Helper()
+	appKey, appPub := newKeyPair(t)
+	alipayKey, alipayPub := newKeyPair(t)
+	const appID, sellerID = "2021000000000042", "2088000000000042"
+	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(ali.Handler())
+	t.Cleanup(gw.Close)
+	t.Cleanup(ali.Close)
+	return ali, []string{"ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID, "ALIPAY_APP_PRIVATE_KEY=" + appKey,
+		"ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(gw.URL)}
+}
+
 func startFakeWechat(t *testing.T, dir string) (*fakewechatpay.Server, []string) {
 	t.Helper()
 	merchantKey, merchantPub := newKeyPair(t)

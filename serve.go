@@ -17,37 +17,48 @@ import (
 	"paynotify/wechatpay"
 )
 
+// providerConfig is what the environment configures of each provider.
+type providerConfig struct {
+	alipay    alipay.Config
+	alipayOn  bool
+	wechatpay wechatpay.Config
+	weChatOn  bool
+}
+
+// loadConfig reads the configuration, serve's and reconcile's, with every
+// problem at once: the general settings' and each provider's. A provider
+// is on when its variables are set; with none set, Alipay's are named as
+// missing, as before WeChat Pay.
+func loadConfig(environ []string) (config.Config, providerConfig, error) {
+	cfg, err := config.Load(environ)
+	pc := providerConfig{alipayOn: cfg.AlipayOn() || !cfg.WeChatPay.On()}
+	var aerr, werr error
+	if pc.alipayOn {
+		pc.alipay, aerr = alipay.FromConfig(cfg, devKeys())
+	}
+	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfig(cfg, devKeys())
+	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr)
+}
+
 // serve runs the service as an operator deploys it.
 func serve(ctx context.Context, env environment) error {
 	if err := parseFlags(newFlags("serve", serveUsage), env, 0); err != nil {
 		return err
 	}
-	// Every problem at once: the general settings' and each provider's.
-	// A provider is on when its variables are set; with none set, Alipay's
-	// are named as missing, as before WeChat Pay.
-	cfg, err := config.Load(env.environ)
-	var (
-		acfg     alipay.Config
-		aerr     error
-		alipayOn = cfg.AlipayOn() || !cfg.WeChatPay.On()
-	)
-	if alipayOn {
-		acfg, aerr = alipay.FromConfig(cfg, devKeys())
-	}
-	wcfg, weChatOn, werr := wechatpay.FromConfig(cfg, devKeys())
-	if err := config.Join(err, cfg.Providers(), aerr, werr); err != nil {
+	cfg, pc, err := loadConfig(env.environ)
+	if err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
 	a := app{cfg: cfg}
-	if alipayOn {
-		if a.alipay, err = alipay.New(acfg); err != nil {
+	if pc.alipayOn {
+		if a.alipay, err = alipay.New(pc.alipay); err != nil {
 			return err
 		}
 	}
-	if weChatOn {
-		wc, err := wechatpay.New(wcfg)
+	if pc.weChatOn {
+		wc, err := wechatpay.New(pc.wechatpay)
 		if err != nil {
 			return err
 		}
