@@ -251,11 +251,18 @@ func TestReconcileWechatPayAcrossTwoInstances(t *testing.T) {
 		t.Fatalf("first claims seen %v in %d rounds: the race did not show both", seen, round)
 	}
 	t.Logf("each process claimed first within %d rounds; answers by HTTP status %v", round, answers)
+
+	// Four months back: WeChat Pay keeps three. Refused as a bad request
+	// before any run is claimed.
+	old := yesterday.AddDate(0, -4, 0).Format(time.DateOnly)
+	if code, _, _ := runAt(0, old); code != http.StatusBadRequest {
+		t.Fatalf("POST …/wechatpay/%s/run answered %d, want 400", old, code)
+	}
+	if n := count("SELECT COUNT(*) FROM recon_run WHERE provider = 'wechatpay' AND bill_date = ?", old); n != 0 {
+		t.Fatalf("a refused date left %d runs", n)
+	}
 }
 
-// startFakeWechat starts a fake WeChat Pay on a loopback port, with keys
-// of its own, and returns it with the WECHATPAY_* environment of a
-// paynotify that uses it (its key files written in dir).
 // startFakeAlipay starts a fake Alipay gateway on keys of its own and
 // returns it with the ALIPAY_* environment that points serve at it.
 func startFakeAlipay(t *testing.T) (*fakealipay.Server, []string) {
@@ -274,6 +281,9 @@ func startFakeAlipay(t *testing.T) (*fakealipay.Server, []string) {
 		"ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(gw.URL)}
 }
 
+// startFakeWechat starts a fake WeChat Pay on a loopback port, with keys
+// of its own, and returns it with the WECHATPAY_* environment of a
+// paynotify that uses it (its key files written in dir).
 func startFakeWechat(t *testing.T, dir string) (*fakewechatpay.Server, []string) {
 	t.Helper()
 	merchantKey, merchantPub := newKeyPair(t)
