@@ -87,9 +87,18 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	}
 	payments := service.NewPayments(store)
 	var errs []error
+	ran := 0
 	for _, p := range names {
 		recon := service.NewBillReconciler(store, providers[p], payments, log)
 		recon.Provider = p
+		if _, err := recon.CheckDate(*date); err != nil && *only == "" && len(names) > 1 {
+			// Every provider was asked for, and this one has no bill of
+			// the day (WeChat Pay keeps three months): the others' runs
+			// decide the exit status.
+			fmt.Fprintf(env.stderr, "paynotify reconcile: %s skipped: %v\n", p, err)
+			continue
+		}
+		ran++
 		run, err := recon.Run(ctx, *date)
 		if err == nil {
 			err = reportRun(env, run)
@@ -97,6 +106,9 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
+	}
+	if ran == 0 {
+		errs = append(errs, fmt.Errorf("reconcile: no configured provider has a bill of %s", *date))
 	}
 	return errors.Join(errs...)
 }

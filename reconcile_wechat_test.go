@@ -131,10 +131,19 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	if _, code, msg = reconcile(t, wechatOnly, "-provider", "alipay", "-date", date); code != 1 || !strings.Contains(msg, "alipay is not configured") {
 		t.Fatalf("-provider alipay, WeChat Pay only: exit %d (%s)", code, msg)
 	}
-	// Four months back: WeChat Pay keeps three, and says so.
+	// Four months back: WeChat Pay keeps three, and says so. Asked for
+	// every provider, it is skipped and Alipay's run decides; asked for by
+	// name, or alone, it fails.
 	old := now.AddDate(0, -4, 0).Format(time.DateOnly)
 	if runs, code, msg = reconcile(t, wechatOnly, "-date", old); code != 1 || len(runs) != 0 || !strings.Contains(msg, "WeChat Pay keeps trade bills for 3 months") {
 		t.Fatalf("four months back: exit %d (%s), runs %+v", code, msg, runs)
+	}
+	if runs, code, msg = reconcile(t, bothEnv, "-provider", "wechatpay", "-date", old); code != 1 || len(runs) != 0 || !strings.Contains(msg, "WeChat Pay keeps trade bills for 3 months") {
+		t.Fatalf("-provider wechatpay, four months back: exit %d (%s), runs %+v", code, msg, runs)
+	}
+	if runs, code, msg = reconcile(t, bothEnv, "-date", old); code != 0 || len(runs) != 1 || runs[model.ProviderAlipay].State != model.ReconDone ||
+		!strings.Contains(msg, "wechatpay skipped: invalid request: WeChat Pay keeps trade bills for 3 months") {
+		t.Fatalf("every provider, four months back: exit %d (%s), runs %+v", code, msg, runs)
 	}
 
 	// A command line it cannot use says why, with the usage, and exits 2.

@@ -13,10 +13,10 @@ import (
 func (m *Metrics) newJob() {
 	m.jobRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_job_rounds_total", Help: "Rounds of each background job, by result (ok, error).",
-	}, []string{"job", "result"})
+	}, []string{"job_name", "result"})
 	m.jobRows = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_job_rows_total", Help: "Rows each background job finished.",
-	}, []string{"job"})
+	}, []string{"job_name"})
 	m.closed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paynotify_orders_closed_total", Help: "Unpaid orders closed by the timeout closer.",
 	})
@@ -36,10 +36,10 @@ func (m *Metrics) newJob() {
 	m.lastRound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "paynotify_job_last_round_timestamp_seconds",
 		Help: "When each background job's last round ended, failed or not (the jobs' start before the first): a job whose round hangs stops moving it.",
-	}, []string{"job"})
+	}, []string{"job_name"})
 	m.interval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "paynotify_job_interval_seconds", Help: "Each background job's pause between rounds.",
-	}, []string{"job"})
+	}, []string{"job_name"})
 	for _, t := range service.PurgeTables {
 		m.purged.WithLabelValues(string(t))
 		m.overdue.WithLabelValues(string(t)) // 0 until the first round measures it

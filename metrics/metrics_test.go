@@ -92,23 +92,23 @@ func TestJobSeriesFromStart(t *testing.T) {
 		}
 	}
 	for _, j := range []service.Job{retention, hung} {
-		if v, ok := gauge("paynotify_job_interval_seconds", "job", j.Name); !ok || v != j.Interval.Seconds() {
+		if v, ok := gauge("paynotify_job_interval_seconds", "job_name", j.Name); !ok || v != j.Interval.Seconds() {
 			t.Errorf("interval of %s: %v, %v; want %v", j.Name, v, ok, j.Interval.Seconds())
 		}
-		if v, ok := gauge("paynotify_job_last_round_timestamp_seconds", "job", j.Name); !ok || v < start || v > end {
+		if v, ok := gauge("paynotify_job_last_round_timestamp_seconds", "job_name", j.Name); !ok || v < start || v > end {
 			t.Errorf("last round of %s at start: %v, %v; want in [%v, %v]", j.Name, v, ok, start, end)
 		}
-		if _, ok := gauge("paynotify_job_rounds_total", "job", j.Name); !ok {
+		if _, ok := gauge("paynotify_job_rounds_total", "job_name", j.Name); !ok {
 			t.Errorf("no rounds series of %s at start", j.Name)
 		}
 	}
 
 	time.Sleep(10 * time.Millisecond) // so a round's end is after the start
 	m.JobRound(service.Round{Job: retention.Name, Err: errors.New("failed")})
-	if v, _ := gauge("paynotify_job_last_round_timestamp_seconds", "job", retention.Name); v <= end {
+	if v, _ := gauge("paynotify_job_last_round_timestamp_seconds", "job_name", retention.Name); v <= end {
 		t.Errorf("last round of retention after a failed round: %v, want after %v", v, end)
 	}
-	if v, _ := gauge("paynotify_job_last_round_timestamp_seconds", "job", hung.Name); v > end {
+	if v, _ := gauge("paynotify_job_last_round_timestamp_seconds", "job_name", hung.Name); v > end {
 		t.Errorf("last round of a job with no round ended: %v, want the start", v)
 	}
 }
