@@ -301,7 +301,7 @@ func (c *Console) failAbout(w http.ResponseWriter, r *http.Request, err error, b
 		if errors.Is(err, row.err) {
 			msg := row.msg
 			if row.status >= http.StatusInternalServerError {
-				c.d.Log.Warn("console request failed", "path", r.URL.Path, "err", err)
+				c.d.Log.Warn("console request failed", "request_id", w.Header().Get("X-Request-Id"), "path", r.URL.Path, "err", err)
 			}
 			if msg == "" {
 				msg = err.Error()
@@ -311,7 +311,9 @@ func (c *Console) failAbout(w http.ResponseWriter, r *http.Request, err error, b
 			return
 		}
 	}
-	c.d.Log.Error("console request failed", "path", r.URL.Path, "err", err)
+	// The request's id is the one the service's middleware answered
+	// with (X-Request-Id), so this line and the access log's meet.
+	c.d.Log.Error("console request failed", "request_id", w.Header().Get("X-Request-Id"), "path", r.URL.Path, "err", err)
 	c.status(w, r, http.StatusInternalServerError, "Something went wrong; it is in the log.")
 }
 
