@@ -11,7 +11,6 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"paynotify/dao"
 	"paynotify/fakealipay"
 	"paynotify/handler"
 )
@@ -26,14 +25,7 @@ func TestPayStartGatewayErrorsNameTheirProvider(t *testing.T) {
 	dir := t.TempDir()
 	wx, wechatEnv := startFakeWechat(t, dir)
 	db := filepath.Join(dir, "gw.db")
-	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	store := migratedSQLite(t, db)
 	environ := append(append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db,
 		"API_JWT_SECRET=" + secret, "PUBLIC_URL=https://shop.example", "ALIPAY_JOBS_INTERVAL=1h", "WECHATPAY_JOBS_INTERVAL=1h",
 		"ORDER_PAY_TIMEOUT=24h", "RECON_AT=off"}, aliEnv...), wechatEnv...)

@@ -23,28 +23,10 @@ import (
 // (with the run printed) for differences or a failed run, 2 for a -date it
 // cannot read; nothing is repaired twice.
 func TestReconcileCommand(t *testing.T) {
-	appKey, appPub := newKeyPair(t)
-	alipayKey, alipayPub := newKeyPair(t)
-	const appID, sellerID = "2021000000000042", "2088000000000042"
-	fake, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(fake.Handler())
-	t.Cleanup(gw.Close)
-	t.Cleanup(fake.Close)
-
+	fake, aliEnv := startFakeAlipay(t)
 	db := filepath.Join(t.TempDir(), "recon.db")
-	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID,
-		"ALIPAY_APP_PRIVATE_KEY=" + appKey, "ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + fake.GatewayURL(gw.URL)}
+	store := migratedSQLite(t, db)
+	environ := append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db}, aliEnv...)
 	reconcile := func(t *testing.T, args ...string) (handler.RunView, error) {
 		t.Helper()
 		var out, errOut bytes.Buffer
@@ -114,4 +96,37 @@ func TestReconcileCommand(t *testing.T) {
 			t.Errorf("-date %s: %v, want a usage error", d, err)
 		}
 	}
+}
+
+// startFakeAlipay starts a fake Alipay gateway on keys of its own and
+// returns it with the ALIPAY_* environment that points serve at it.
+func startFakeAlipay(t *testing.T) (*fakealipay.Server, []string) {
+	t.Helper()
+	appKey, appPub := newKeyPair(t)
+	alipayKey, alipayPub := newKeyPair(t)
+	const appID, sellerID = "2021000000000042", "2088000000000042"
+	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(ali.Handler())
+	t.Cleanup(gw.Close)
+	t.Cleanup(ali.Close)
+	return ali, []string{"ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID, "ALIPAY_APP_PRIVATE_KEY=" + appKey,
+		"ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(gw.URL)}
+}
+
+// migratedSQLite opens the SQLite database at path, migrated, closed when
+// the test ends: the database a command under test is pointed at.
+func migratedSQLite(t *testing.T, path string) *dao.Store {
+	t.Helper()
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, path, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

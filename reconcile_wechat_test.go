@@ -17,9 +17,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"paynotify/dao"
 	"paynotify/dao/daotest"
-	"paynotify/fakealipay"
 	"paynotify/fakewechatpay"
 	"paynotify/model"
 	"paynotify/service"
@@ -34,14 +32,7 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 	wx, wechatEnv := startFakeWechat(t, dir)
 
 	db := filepath.Join(dir, "recon.db")
-	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	store := migratedSQLite(t, db)
 	alipayEnv := append([]string{"DB_DRIVER=sqlite", "DB_DSN=" + db}, aliEnv...)
 	bothEnv := append(append([]string{}, alipayEnv...), wechatEnv...)
 	// printedRun is what the command prints of a run (the admin API's shape).
@@ -270,24 +261,6 @@ func TestReconcileWechatPayAcrossTwoInstances(t *testing.T) {
 	if n := count("SELECT COUNT(*) FROM recon_run WHERE provider = 'wechatpay' AND bill_date = ?", old); n != 0 {
 		t.Fatalf("a refused date left %d runs", n)
 	}
-}
-
-// startFakeAlipay starts a fake Alipay gateway on keys of its own and
-// returns it with the ALIPAY_* environment that points serve at it.
-func startFakeAlipay(t *testing.T) (*fakealipay.Server, []string) {
-	t.Helper()
-	appKey, appPub := newKeyPair(t)
-	alipayKey, alipayPub := newKeyPair(t)
-	const appID, sellerID = "2021000000000042", "2088000000000042"
-	ali, err := fakealipay.New(fakealipay.Config{AppID: appID, SellerID: sellerID, PrivateKey: alipayKey, AppPublicKey: appPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(ali.Handler())
-	t.Cleanup(gw.Close)
-	t.Cleanup(ali.Close)
-	return ali, []string{"ALIPAY_APP_ID=" + appID, "ALIPAY_SELLER_ID=" + sellerID, "ALIPAY_APP_PRIVATE_KEY=" + appKey,
-		"ALIPAY_PUBLIC_KEY=" + alipayPub, "ALIPAY_SANDBOX_GATEWAY=" + ali.GatewayURL(gw.URL)}
 }
 
 // startFakeWechat starts a fake WeChat Pay on a loopback port, with keys
