@@ -113,8 +113,21 @@ func notifyForm(o order, seq int, paid time.Time) url.Values {
 // (the private half of the key the service trusts) and URL-encodes it, on
 // every core: signing is Alipay's cost, paid before anything is measured.
 func signBodies(ctx context.Context, privateKey string, orders []order) ([][]byte, error) {
-	bodies := make([][]byte, len(orders))
 	paid := time.Now().Add(-time.Minute)
+	return onEveryCore(ctx, "sign", len(orders), func(i int) ([]byte, error) {
+		signed, err := alipay.SignForm(privateKey, notifyForm(orders[i], i, paid))
+		if err != nil {
+			return nil, err
+		}
+		return []byte(signed.Encode()), nil
+	})
+}
+
+// onEveryCore returns f(i) for every i below n, computed on every core
+// (what the tool prepares before it measures); the error is one f
+// returned, as what's, else ctx's if it ended first.
+func onEveryCore[T any](ctx context.Context, what string, n int, f func(i int) (T, error)) ([]T, error) {
+	out := make([]T, n)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -124,18 +137,18 @@ func signBodies(ctx context.Context, privateKey string, orders []order) ([][]byt
 	for range runtime.NumCPU() {
 		wg.Go(func() {
 			for i := range work {
-				signed, err := alipay.SignForm(privateKey, notifyForm(orders[i], i, paid))
+				v, err := f(i)
 				if err != nil {
 					mu.Lock()
 					first = err
 					mu.Unlock()
 					continue
 				}
-				bodies[i] = []byte(signed.Encode())
+				out[i] = v
 			}
 		})
 	}
-	for i := range orders {
+	for i := range n {
 		if ctx.Err() != nil {
 			break
 		}
@@ -144,7 +157,7 @@ func signBodies(ctx context.Context, privateKey string, orders []order) ([][]byt
 	close(work)
 	wg.Wait()
 	if first != nil {
-		return nil, fmt.Errorf("sign: %w", first)
+		return nil, fmt.Errorf("%s: %w", what, first)
 	}
-	return bodies, ctx.Err()
+	return out, ctx.Err()
 }

@@ -12,10 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"paynotify/fakewechatpay"
@@ -104,40 +102,8 @@ type weChatRequest struct {
 // within 5 minutes when the service reads it, duplicates included. Like
 // Alipay's signing, this is WeChat Pay's cost, paid before measuring.
 func weChatNotices(ctx context.Context, k weChatKeys, orders []order) ([]weChatRequest, error) {
-	out := make([]weChatRequest, len(orders))
 	paid := time.Now().Add(-time.Minute).In(model.Beijing).Format(time.RFC3339)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	work := make(chan int)
-	for range runtime.NumCPU() {
-		wg.Go(func() {
-			for i := range work {
-				r, err := weChatNotice(k, orders[i], i, paid)
-				if err != nil {
-					mu.Lock()
-					first = err
-					mu.Unlock()
-					continue
-				}
-				out[i] = r
-			}
-		})
-	}
-	for i := range orders {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if first != nil {
-		return nil, fmt.Errorf("wechatpay notices: %w", first)
-	}
-	return out, ctx.Err()
+	return onEveryCore(ctx, "wechatpay notices", len(orders), func(i int) (weChatRequest, error) { return weChatNotice(k, orders[i], i, paid) })
 }
 
 // weChatNotice is o's notification, with the fields a real one carries.
