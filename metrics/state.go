@@ -54,65 +54,63 @@ func (m *Metrics) WatchState(store StateReader) {
 		Name: "paynotify_outbox_oldest_unsent_seconds",
 		Help: "Age of the oldest outbox row not yet published (PENDING or FAILED); 0 if every row is sent.",
 	}, read(func(ctx context.Context) (float64, error) { return age(store.OldestUnsent(ctx)) })))
-	m.reg.MustRegister(perProvider{
-		desc: prometheus.NewDesc("paynotify_reconciliation_unresolved_items",
-			"Reconciliation items an operator has to look at: unresolved, and not repaired, by configured provider.",
-			[]string{"provider"}, nil),
-		providers: m.configured,
-		read: func(p model.Provider) float64 {
-			return read(func(ctx context.Context) (float64, error) {
-				n, err := store.ReconQueueOf(ctx, p)
-				return float64(n), err
-			})()
-		},
-	})
-	m.reg.MustRegister(perProvider{
-		desc: prometheus.NewDesc("paynotify_reconciliation_last_success_date",
-			"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; before the first, the day before the provider's first payment (yesterday with none): alert when it is older than two days.",
-			[]string{"provider"}, nil),
-		providers: m.configured,
-		read: func(p model.Provider) float64 {
-			return read(func(ctx context.Context) (float64, error) {
-				date, ok, err := store.LastReconciled(ctx, p)
-				if err != nil {
-					return 0, err
-				}
-				if ok {
-					day, err := service.ParseBillDate(date)
-					return float64(day.Unix()), err
-				}
-				// No run has succeeded yet: every day before the first
-				// payment's is as good as reconciled (nothing of ours to
-				// check), so a fresh install is not a missed run, and a
-				// ledger whose payments never got reconciled is.
-				first, ok, err := store.FirstPaidAt(ctx, p)
-				if err != nil {
-					return 0, err
-				}
-				if !ok {
-					first = time.Now()
-				}
-				day, err := service.ParseBillDate(service.Yesterday(first))
+	// One series per configured provider, read as the gauges above.
+	perProvider := func(name, help string, f func(ctx context.Context, p model.Provider) (float64, error)) {
+		m.reg.MustRegister(providerGauge{
+			desc:      prometheus.NewDesc(name, help, []string{"provider"}, nil),
+			providers: m.configured,
+			read: func(p model.Provider) float64 {
+				return read(func(ctx context.Context) (float64, error) { return f(ctx, p) })()
+			},
+		})
+	}
+	perProvider("paynotify_reconciliation_unresolved_items",
+		"Reconciliation items an operator has to look at: unresolved, and not repaired, by configured provider.",
+		func(ctx context.Context, p model.Provider) (float64, error) {
+			n, err := store.ReconQueueOf(ctx, p)
+			return float64(n), err
+		})
+	perProvider("paynotify_reconciliation_last_success_date",
+		"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; before the first, the day before the provider's first payment (yesterday with none): alert when it is older than two days.",
+		func(ctx context.Context, p model.Provider) (float64, error) {
+			date, ok, err := store.LastReconciled(ctx, p)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				day, err := service.ParseBillDate(date)
 				return float64(day.Unix()), err
-			})()
-		},
-	})
+			}
+			// No run has succeeded yet: every day before the first
+			// payment's is as good as reconciled (nothing of ours to
+			// check), so a fresh install is not a missed run, and a
+			// ledger whose payments never got reconciled is.
+			first, ok, err := store.FirstPaidAt(ctx, p)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				first = time.Now()
+			}
+			day, err := service.ParseBillDate(service.Yesterday(first))
+			return float64(day.Unix()), err
+		})
 }
 
-// perProvider is a gauge read from the database for each configured
+// providerGauge is a gauge read from the database for each configured
 // provider: one series per provider Metrics.Providers names, read at each
 // scrape (the providers are known only once the services are wired).
-type perProvider struct {
+type providerGauge struct {
 	desc      *prometheus.Desc
 	providers func() []model.Provider
 	read      func(model.Provider) float64
 }
 
 // Describe implements prometheus.Collector.
-func (c perProvider) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c providerGauge) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
-func (c perProvider) Collect(ch chan<- prometheus.Metric) {
+func (c providerGauge) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.providers() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.read(p), string(p))
 	}
