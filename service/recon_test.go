@@ -111,12 +111,19 @@ func (r *reconRig) order(t *testing.T, sn, amount string) int64 {
 	return id
 }
 
-// notify applies a verified paying notification of the fake's clock.
+// notify applies a verified Alipay notification of the fake's clock.
 func (r *reconRig) notify(t *testing.T, outTradeNo, tradeNo, amount string) model.Outcome {
+	t.Helper()
+	return r.observe(t, model.ProviderAlipay, outTradeNo, tradeNo, amount)
+}
+
+// observe applies a verified paying notification of provider, of the
+// fake's clock.
+func (r *reconRig) observe(t *testing.T, provider model.Provider, outTradeNo, tradeNo, amount string) model.Outcome {
 	t.Helper()
 	at := r.clock.Now().UTC()
 	_, outcome, err := r.payments.Observe(ctx, model.Observation{
-		Provider: model.ProviderAlipay, Ref: "n-" + tradeNo, OutTradeNo: outTradeNo, TradeNo: tradeNo,
+		Provider: provider, Ref: "n-" + tradeNo, OutTradeNo: outTradeNo, TradeNo: tradeNo,
 		Amount: decimal.RequireFromString(amount), PaidAt: &at,
 	})
 	if err != nil {

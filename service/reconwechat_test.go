@@ -91,15 +91,7 @@ func (r *wechatRig) wechatInstance(owner string) *service.BillReconciler {
 // clock.
 func (r *wechatRig) notifyWechat(t *testing.T, outTradeNo, transactionID, amount string) model.Outcome {
 	t.Helper()
-	at := r.clock.Now().UTC()
-	_, outcome, err := r.payments.Observe(ctx, model.Observation{
-		Provider: model.ProviderWechatpay, Ref: "n-" + transactionID, OutTradeNo: outTradeNo, TradeNo: transactionID,
-		Amount: dec(amount), PaidAt: &at,
-	})
-	if err != nil {
-		t.Fatalf("notify %s: %v", transactionID, err)
-	}
-	return outcome
+	return r.observe(t, model.ProviderWechatpay, outTradeNo, transactionID, amount)
 }
 
 // One WeChat Pay day, end to end on the real adapter and the fake: a lost
