@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,10 +17,6 @@ import (
 // weChatDeadline bounds the work on one WeChat Pay notification: WeChat
 // Pay waits 5 s for the answer, then counts the notification failed.
 const weChatDeadline = 4 * time.Second
-
-// signatureProbe starts the Wechatpay-Signature of WeChat Pay's
-// signature probes (wechatpay.ProbePrefix; the verifier refuses them).
-const signatureProbe = "WECHATPAY/SIGNTEST/"
 
 // WeChatPayVerifier checks that a notification was signed by WeChat Pay
 // for this merchant, decrypts it and checks what it says
@@ -54,7 +49,7 @@ func (w *WeChatPay) Notify(c *gin.Context) {
 		// Refused: WeChat Pay sends it again, but not a signature probe,
 		// which is no notification and is refused as it must be.
 		answer = metrics.AnswerFailure
-		if strings.HasPrefix(c.GetHeader("Wechatpay-Signature"), signatureProbe) {
+		if errors.Is(err, model.ErrSignatureProbe) {
 			answer = ""
 		}
 		row, known := lookup(err)

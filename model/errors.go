@@ -1,12 +1,19 @@
 package model
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Domain errors. The dao turns driver errors into these; the handler maps
 // them to answers through one table.
 var (
 	// ErrBadSignature: the notification is not signed by Alipay with RSA2.
 	ErrBadSignature = errors.New("bad signature")
+	// ErrSignatureProbe: a provider's probe of whether we verify (WeChat
+	// Pay's WECHATPAY/SIGNTEST/ signatures): refused as a bad signature,
+	// but no notification, so never counted as one to be sent again.
+	ErrSignatureProbe = fmt.Errorf("%w: a signature probe", ErrBadSignature)
 	// ErrWrongMerchant: validly signed, but for another app or seller.
 	ErrWrongMerchant = errors.New("notification for another merchant")
 	// ErrInvalidNotification: a field is missing or malformed.

@@ -52,7 +52,7 @@ const (
 var (
 	// ErrSignatureProbe: Wechatpay-Signature is a WeChat Pay signature
 	// probe, which must be refused like any bad signature.
-	ErrSignatureProbe = fmt.Errorf("%w: a WeChat Pay signature probe (%s…)", model.ErrBadSignature, ProbePrefix)
+	ErrSignatureProbe = fmt.Errorf("%w (WeChat Pay's, %s…)", model.ErrSignatureProbe, ProbePrefix)
 	// ErrStaleTimestamp: Wechatpay-Timestamp is more than MaxClockSkew
 	// from our clock: a replay, or a clock that is wrong.
 	ErrStaleTimestamp = fmt.Errorf("%w: Wechatpay-Timestamp more than 5 minutes off", model.ErrBadSignature)
