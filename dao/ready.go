@@ -58,8 +58,9 @@ func onOff(b bool) string {
 // pings the server every time, and on MySQL or MariaDB also asks whether
 // the server is a Galera node and, if so, whether it is Synced and ready,
 // and whether it takes writes (that answer is kept for readyTTL). A ping
-// is not enough: a Galera node that is joining or cut off from the
-// Primary component answers a ping but refuses every query with 1047, and
+// (COM_PING, what database/sql's Ping sends) is not enough: a Galera node
+// that is joining or cut off from the Primary component answers COM_PING
+// but refuses every query with 1047, and
 // a read-only server answers every read but refuses every write (1290).
 // What it found is a *model.NotReadyError, which says why.
 //
