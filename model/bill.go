@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -52,6 +53,47 @@ type BillEntry struct {
 	Fee decimal.Decimal
 	// FinishedAt is when Alipay completed it (完成时间), in UTC.
 	FinishedAt time.Time
+}
+
+// Check refuses a bill line the ledger could not take as it stands, with
+// the same rules a notification meets (Observation.Check): its kind; its
+// trade_no, out_trade_no and (a refund's) out_request_no Recordable within
+// their columns; its amount (a refund's negated) as CheckAmount wants it,
+// what the merchant received and the fee within MaxAmount and signed as
+// the kind signs them; a finish time. A reconciliation run checks every
+// line of a bill with it before it repairs anything, whichever provider's
+// reader made the lines. Errors wrap ErrBadBill and name the line.
+func (e BillEntry) Check() error {
+	fail := func(err error) error { return fmt.Errorf("%w: line %d: %w", ErrBadBill, e.Line, err) }
+	if e.Kind != BillPayment && e.Kind != BillRefund {
+		return fail(fmt.Errorf("kind %q is neither %s nor %s", Clip(string(e.Kind)), BillPayment, BillRefund))
+	}
+	if err := checkRef("trade_no", e.TradeNo, MaxTradeNoLen); err != nil {
+		return fail(err)
+	}
+	if err := checkRef("out_trade_no", e.OutTradeNo, MaxRefLen); err != nil {
+		return fail(err)
+	}
+	amount, received := e.Amount, e.Received
+	if e.Kind == BillRefund {
+		if err := checkRef("out_request_no", e.OutRequestNo, MaxRefLen); err != nil {
+			return fail(err)
+		}
+		amount, received = amount.Neg(), received.Neg()
+	}
+	if err := CheckAmount(amount); err != nil {
+		return fail(fmt.Errorf("a %s's %w", e.Kind, err))
+	}
+	if received.IsNegative() || received.GreaterThan(MaxAmount) || !received.Equal(received.Round(2)) {
+		return fail(fmt.Errorf("a %s of %s received %s", e.Kind, e.Amount.StringFixed(2), Clip(e.Received.String())))
+	}
+	if e.Fee.Abs().GreaterThan(MaxAmount) {
+		return fail(fmt.Errorf("a fee of %s", Clip(e.Fee.String())))
+	}
+	if e.FinishedAt.Before(earliestPayment) {
+		return fail(fmt.Errorf("a %s finished at %s, before any payment", e.Kind, e.FinishedAt.Format(time.DateTime)))
+	}
+	return nil
 }
 
 // BillTotals are what a bill says about itself (#交易合计, #退款合计), or

@@ -38,18 +38,21 @@ func BillRef(date string) string { return "recon-" + date }
 
 // Check refuses an observation the ledger cannot take: an unknown
 // provider, identifiers that are not Recordable (an operator could never
-// name the payment again to refund it), or an amount that is not positive
-// with at most two decimals. Errors wrap ErrInvalidNotification.
+// name the payment again to refund it), or an amount CheckAmount refuses
+// (not positive, more than two decimals, over MaxAmount). Errors wrap
+// ErrInvalidNotification.
 func (o Observation) Check() error {
-	switch {
-	case o.Provider.PayType() == PayTypeNone:
+	if o.Provider.PayType() == PayTypeNone {
 		return fmt.Errorf("%w: provider %q", ErrInvalidNotification, Clip(string(o.Provider)))
-	case !Recordable(o.OutTradeNo, MaxRefLen):
-		return fmt.Errorf("%w: out_trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.OutTradeNo), MaxRefLen)
-	case !Recordable(o.TradeNo, MaxTradeNoLen):
-		return fmt.Errorf("%w: trade_no %q: at most %d letters, digits, '-', '_', '.', ':'", ErrInvalidNotification, Clip(o.TradeNo), MaxTradeNoLen)
-	case !o.Amount.IsPositive() || !o.Amount.Equal(o.Amount.Round(2)):
-		return fmt.Errorf("%w: amount %s", ErrInvalidNotification, o.Amount)
+	}
+	if err := checkRef("out_trade_no", o.OutTradeNo, MaxRefLen); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidNotification, err)
+	}
+	if err := checkRef("trade_no", o.TradeNo, MaxTradeNoLen); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidNotification, err)
+	}
+	if err := CheckAmount(o.Amount); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidNotification, err)
 	}
 	return nil
 }

@@ -23,6 +23,21 @@ func (f BillSourceFunc) TradeBill(ctx context.Context, day time.Time) (model.Bil
 	return f(ctx, day)
 }
 
+// checkBill reads the whole bill once before anything is matched or
+// repaired, and refuses it, as model.ErrBadBill naming the first bad line,
+// if any line is one the ledger could not take (model.BillEntry.Check).
+// Every provider's bill comes through here, whatever its reader checked:
+// a bill whose last line is bad must fail its run with nothing repaired,
+// not after the lines before it were.
+func checkBill(ctx context.Context, bill model.Bill) error {
+	return bill.Entries(func(e model.BillEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return e.Check()
+	})
+}
+
 // ParseBillDate reads a yyyy-MM-dd Beijing date.
 func ParseBillDate(s string) (time.Time, error) {
 	t, err := time.ParseInLocation("2006-01-02", s, model.Beijing)

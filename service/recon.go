@@ -238,6 +238,9 @@ func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attemp
 		return fail(err)
 	default:
 		defer bill.Close()
+		if err := checkBill(ctx, bill); err != nil {
+			return fail(err)
+		}
 		totals = bill.BillTotals()
 		if err := m.matchAll(ctx, bill); err != nil {
 			return fail(err)
