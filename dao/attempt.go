@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -38,7 +39,8 @@ func (r attemptRecord) attempt() model.PayAttempt {
 		Method: model.PayMethod(r.Method), State: model.AttemptState(r.State),
 		Queries: r.Queries, NextQueryAt: r.NextQueryAt, ExpireAt: r.ExpireAt, CreateTime: r.CreateTime,
 	}
-	a.Amount, _ = model.ParseAmount(r.Amount)
+	// A stored amount is read as stored, whatever rule it entered under.
+	a.Amount, _ = decimal.NewFromString(r.Amount)
 	if r.PayURL != nil {
 		a.PayURL = *r.PayURL
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -48,7 +49,8 @@ func (r refundRecord) refund() model.Refund {
 	if r.ResolvedBy != nil {
 		f.ResolvedBy = *r.ResolvedBy
 	}
-	f.Amount, _ = model.ParseAmount(r.Amount)
+	// A stored amount is read as stored, whatever rule it entered under.
+	f.Amount, _ = decimal.NewFromString(r.Amount)
 	if r.IdempotencyKey != nil {
 		f.IdempotencyKey = *r.IdempotencyKey
 	}

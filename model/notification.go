@@ -144,8 +144,9 @@ func (n *Notification) drop(format string, args ...any) {
 	n.Dropped = append(n.Dropped, fmt.Sprintf(format, args...))
 }
 
-// ParseAmount parses a yuan amount as Alipay writes it ("100.00"): positive,
-// at most two decimals, never through a float.
+// ParseAmount parses a yuan amount as Alipay writes it ("100.00"), never
+// through a float, and holds it to CheckAmount: positive, at most two
+// decimals, at most MaxAmount.
 func ParseAmount(s string) (decimal.Decimal, error) {
 	if !isAmount(s) {
 		return decimal.Decimal{}, fmt.Errorf("%q is not an amount with at most 2 decimals", Clip(s))
@@ -154,8 +155,8 @@ func ParseAmount(s string) (decimal.Decimal, error) {
 	if err != nil {
 		return decimal.Decimal{}, err
 	}
-	if !d.IsPositive() {
-		return decimal.Decimal{}, fmt.Errorf("%q is not positive", s)
+	if err := CheckAmount(d); err != nil {
+		return decimal.Decimal{}, err
 	}
 	return d, nil
 }

@@ -374,6 +374,9 @@ func refundOf(call, outRefundNo string, rsp *refunddomestic.Refund) (Refund, err
 		return Refund{}, fmt.Errorf("%w: wechatpay %s %s: status %q", model.ErrGatewayUnknown, call, outRefundNo, clip(string(r.Status)))
 	}
 	if rsp.Amount != nil && rsp.Amount.Refund != nil {
+		if err := model.CheckAmount(Yuan(*rsp.Amount.Refund)); err != nil {
+			return Refund{}, fmt.Errorf("%w: wechatpay %s %s: amount.refund %d fen: %v", model.ErrGatewayUnknown, call, outRefundNo, *rsp.Amount.Refund, err)
+		}
 		r.Refund = *rsp.Amount.Refund
 	}
 	return r, nil

@@ -328,8 +328,13 @@ func (c *Client) transaction(t paidResource) (Transaction, error) {
 	if tx.TransactionID == "" || tx.OutTradeNo == "" {
 		return Transaction{}, fmt.Errorf("%w: no transaction_id or out_trade_no", model.ErrInvalidNotification)
 	}
-	if t.Amount == nil || t.Amount.Total == nil || *t.Amount.Total <= 0 {
-		return Transaction{}, fmt.Errorf("%w: no positive amount.total", model.ErrInvalidNotification)
+	if t.Amount == nil || t.Amount.Total == nil {
+		return Transaction{}, fmt.Errorf("%w: no amount.total", model.ErrInvalidNotification)
+	}
+	if err := model.CheckAmount(Yuan(*t.Amount.Total)); err != nil {
+		// The ledger's one rule: nothing past it is recorded, whoever
+		// signed it (10^12 fen, 2^63-1).
+		return Transaction{}, fmt.Errorf("%w: amount.total %d fen: %w", model.ErrInvalidNotification, *t.Amount.Total, err)
 	}
 	tx.Total = *t.Amount.Total
 	if cur := t.Amount.Currency; cur != "" && cur != "CNY" {
@@ -376,6 +381,9 @@ func (c *Client) refundHint(plain []byte) (RefundHint, error) {
 		Status: RefundStatus(r.RefundStatus),
 	}
 	if r.Amount.Refund != nil {
+		if err := model.CheckAmount(Yuan(*r.Amount.Refund)); err != nil {
+			return RefundHint{}, fmt.Errorf("%w: amount.refund %d fen: %w", model.ErrInvalidNotification, *r.Amount.Refund, err)
+		}
 		h.Refund = *r.Amount.Refund
 	}
 	return h, nil

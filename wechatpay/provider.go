@@ -64,13 +64,13 @@ func (p *Provider) StartPayment(ctx context.Context, s model.PayStart) (string, 
 	return string(b), err
 }
 
-// Fen is a yuan amount in fen, refusing one with more than two decimals.
+// Fen is a yuan amount in fen, refusing one model.CheckAmount refuses
+// (more than two decimals, not positive, over model.MaxAmount).
 func Fen(yuan decimal.Decimal) (int64, error) {
-	f := yuan.Shift(2)
-	if !f.IsInteger() || !f.IsPositive() {
-		return 0, fmt.Errorf("%w: amount %s is not a positive number of fen", model.ErrInvalidRequest, yuan)
+	if err := model.CheckAmount(yuan); err != nil {
+		return 0, fmt.Errorf("%w: %v", model.ErrInvalidRequest, err)
 	}
-	return f.IntPart(), nil
+	return yuan.Shift(2).IntPart(), nil
 }
 
 // Yuan is fen as a yuan amount.
@@ -184,6 +184,9 @@ func (c *Client) transactionTotal(ctx context.Context, transactionID string) (in
 	}
 	if deref(t.TransactionId) != transactionID || t.Amount == nil || t.Amount.Total == nil {
 		return 0, fmt.Errorf("%w: wechatpay query of %s: another transaction, or no amount", model.ErrGatewayUnknown, transactionID)
+	}
+	if err := model.CheckAmount(Yuan(*t.Amount.Total)); err != nil {
+		return 0, fmt.Errorf("%w: wechatpay query of %s: amount.total %d fen: %v", model.ErrGatewayUnknown, transactionID, *t.Amount.Total, err)
 	}
 	return *t.Amount.Total, nil
 }
