@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -379,4 +380,42 @@ func itemIDs(tb testing.TB, store *dao.Store, run model.ReconRun) []int64 {
 		ids[i] = it.ID
 	}
 	return ids
+}
+
+// A day's fees are the run's: on the run's page and beside the run in the
+// outbox, never on the timeline of the order whose id is the run's; an
+// event of no order names none.
+func TestRunFeesOnTheRun(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		ctx := t.Context()
+		o := mustOrder(t, store, "FEE-1", 1, "30.00")
+		e.pay(t, "FEE-1", "T-FEE-1", "30.00")
+		e.pay(t, "GONE-78", "T-FEE-2", "5.00") // payment.unmatched: no order
+		run := reconRun(t, store, "2026-11-30")
+		if run.ID != o.ID {
+			t.Fatalf("the test needs a run whose id is an order's: run %d, order %d", run.ID, o.ID)
+		}
+		fee := model.Event{ID: "0190a000-0000-7000-8000-00000000fee1", Type: model.EventFeesBooked, AggregateID: run.ID,
+			OccurredAt: time.Now().UTC().Truncate(time.Millisecond),
+			Data:       []byte(`{"provider":"alipay","bill_date":"2026-11-30","lines":3,"amount":"1.97"}`)}
+		if err := store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error { return tx.InsertEvents(ctx, fee) }); err != nil {
+			t.Fatal(err)
+		}
+		c := e.signedIn(t, "alice")
+		tl := c.mustGet(t, "/console/orders/FEE-1", http.StatusOK)
+		mustContain(t, tl.body, "Event order.paid")
+		if strings.Contains(tl.body, "fees_booked") || strings.Contains(tl.body, "1.97") {
+			t.Errorf("the order's timeline shows the day's fees:\n%s", squash(tl.body))
+		}
+		rp := c.mustGet(t, "/console/reconciliations/alipay/2026-11-30", http.StatusOK)
+		mustContain(t, rp.body, "<h2>Fees booked</h2>", `<td class="num">3</td><td class="num">1.97</td>`)
+		ob := c.mustGet(t, "/console/queues/outbox?state=PENDING", http.StatusOK)
+		mustContain(t, ob.body, `<td>payment.fees_booked</td><td><a href="/console/reconciliations/alipay/2026-11-30">reconciliation of 2026-11-30</a></td>`,
+			`<td>payment.unmatched</td><td><span class="hint">none</span></td>`,
+			`<td>order.paid</td><td><a href="/console/orders/FEE-1">`)
+		if strings.Contains(ob.body, "<td>0</td>") {
+			t.Errorf("the outbox names order 0:\n%s", squash(ob.body))
+		}
+	})
 }

@@ -188,10 +188,23 @@ func (s *Store) PaymentsByOutTradeNo(ctx context.Context, outTradeNo string) ([]
 	return ps, mapErr(err)
 }
 
-// OutboxByAggregate lists the events written for an order, oldest first.
-func (s *Store) OutboxByAggregate(ctx context.Context, orderID int64) ([]model.OutboxRow, error) {
+// OutboxByOrder lists the events written for an order, oldest first: not
+// a reconciliation run's, whose aggregate id is the run's.
+func (s *Store) OutboxByOrder(ctx context.Context, orderID int64) ([]model.OutboxRow, error) {
 	var recs []outboxRecord
-	if err := s.db.WithContext(ctx).Where("aggregate_id = ?", orderID).Order("id").Limit(200).Find(&recs).Error; err != nil {
+	if err := s.db.WithContext(ctx).Where("aggregate_id = ? AND event_type NOT IN ?", orderID, model.RunEventTypes).
+		Order("id").Limit(200).Find(&recs).Error; err != nil {
+		return nil, mapErr(err)
+	}
+	return rows(recs)
+}
+
+// OutboxByRun lists the events a reconciliation run wrote (its fees),
+// oldest first.
+func (s *Store) OutboxByRun(ctx context.Context, runID int64) ([]model.OutboxRow, error) {
+	var recs []outboxRecord
+	if err := s.db.WithContext(ctx).Where("aggregate_id = ? AND event_type IN ?", runID, model.RunEventTypes).
+		Order("id").Limit(200).Find(&recs).Error; err != nil {
 		return nil, mapErr(err)
 	}
 	return rows(recs)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -40,6 +41,24 @@ type Event struct {
 	OccurredAt  time.Time       `json:"occurred_at"`
 	Data        json.RawMessage `json:"data"`
 }
+
+// OrderID is the order the event is about, 0 when none: the aggregate of
+// payment.fees_booked is a reconciliation run (a day's fees belong to no
+// order), and an orderless payment's events name order 0.
+func (e Event) OrderID() int64 {
+	if e.Type.OfRun() {
+		return 0
+	}
+	return e.AggregateID
+}
+
+// OfRun says whether the event's aggregate is a reconciliation run, not an
+// order.
+func (t EventType) OfRun() bool { return slices.Contains(RunEventTypes, t) }
+
+// RunEventTypes are the event types whose aggregate is a reconciliation
+// run.
+var RunEventTypes = []EventType{EventFeesBooked}
 
 // OrderEventData is the data of order.created and order.closed.
 type OrderEventData struct {

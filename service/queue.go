@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -33,10 +34,30 @@ type RefundRow struct {
 	OrderSN string
 }
 
-// EventRow is an outbox row as a queue lists it, with its order's number.
+// EventRow is an outbox row as a queue lists it, with its order's number,
+// or the run it belongs to (a day's fees).
 type EventRow struct {
 	model.OutboxRow
 	OrderSN string
+	// Run is set for a reconciliation run's event.
+	Run *RunRef
+}
+
+// RunRef names a reconciliation run.
+type RunRef struct {
+	Provider model.Provider
+	BillDate string
+}
+
+func eventRow(r model.OutboxRow, sn string) EventRow {
+	row := EventRow{OutboxRow: r, OrderSN: sn}
+	if r.Event.Type.OfRun() {
+		var d model.FeeEventData
+		if json.Unmarshal(r.Event.Data, &d) == nil && d.Provider != "" {
+			row.Run = &RunRef{Provider: model.Provider(d.Provider), BillDate: d.BillDate}
+		}
+	}
+	return row
 }
 
 // RefundQueue lists one page (from 0) of the refunds in a state, the
@@ -56,8 +77,8 @@ func (q *Queues) OutboxQueue(ctx context.Context, state model.OutboxState, after
 	return queuePage(ctx, q.store,
 		func() (model.QueueCount, error) { return q.store.OutboxQueue(ctx, state) },
 		func() ([]model.OutboxRow, error) { return q.store.OutboxPage(ctx, state, after, QueuePage) },
-		func(r model.OutboxRow) int64 { return r.Event.AggregateID },
-		func(r model.OutboxRow, sn string) EventRow { return EventRow{OutboxRow: r, OrderSN: sn} })
+		func(r model.OutboxRow) int64 { return r.Event.OrderID() },
+		func(r model.OutboxRow, sn string) EventRow { return eventRow(r, sn) })
 }
 
 // PaymentRow is a payment as a queue lists it, with its order's number
@@ -150,6 +171,16 @@ type ReconRunPage struct {
 	Run     model.ReconRun
 	History []model.ReconAttempt
 	Rows    []model.ReconRow
+	// Fees are the fees the run booked (payment.fees_booked), one event
+	// per batch of newly matched lines.
+	Fees []RunFee
+}
+
+// RunFee is one payment.fees_booked event of a run.
+type RunFee struct {
+	model.FeeEventData
+	Seq   int64
+	State model.OutboxState
 }
 
 // ReconRunPageSize is how many of a run's items ReconRun lists.
@@ -174,8 +205,21 @@ func (q *Queues) ReconRun(ctx context.Context, provider model.Provider, date str
 	if p.History, err = q.store.ReconAttempts(ctx, run.ID); err != nil {
 		return ReconRunPage{}, err
 	}
-	p.Rows, err = q.store.ReconRowsOfRun(ctx, run.ID, outcome, ReconRunPageSize)
-	return p, err
+	if p.Rows, err = q.store.ReconRowsOfRun(ctx, run.ID, outcome, ReconRunPageSize); err != nil {
+		return ReconRunPage{}, err
+	}
+	evs, err := q.store.OutboxByRun(ctx, run.ID)
+	if err != nil {
+		return ReconRunPage{}, err
+	}
+	for _, e := range evs {
+		var d model.FeeEventData
+		if err := json.Unmarshal(e.Event.Data, &d); err != nil {
+			return ReconRunPage{}, fmt.Errorf("fee event %d: %w", e.Seq, err)
+		}
+		p.Fees = append(p.Fees, RunFee{FeeEventData: d, Seq: e.Seq, State: e.State})
+	}
+	return p, nil
 }
 
 // Outbox lists up to limit events in a state, oldest first, and counts all
@@ -201,8 +245,11 @@ func (q *Queues) RequeueEvent(ctx context.Context, act model.Act, seq int64) err
 		return err
 	}
 	return q.store.UpdateOutbox(ctx, func(ctx context.Context, tx *dao.OutboxTx) error {
-		orderID := row.Event.AggregateID
-		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOutboxRequeue, OrderID: &orderID,
+		var orderID *int64
+		if id := row.Event.OrderID(); id != 0 {
+			orderID = &id
+		}
+		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: model.AuditOutboxRequeue, OrderID: orderID,
 			TargetKind: model.TargetOutbox, TargetID: strconv.FormatInt(seq, 10),
 			Before: fmt.Sprintf("%s after %d attempts: %s", row.State, row.Attempts, row.LastError), After: string(model.OutboxPending),
 			Note: act.Note}); err != nil {

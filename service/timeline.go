@@ -144,7 +144,7 @@ func (l *Lookup) Timeline(ctx context.Context, sn string) (Timeline, error) {
 	if t.Refunds, err = l.store.RefundsByOrder(ctx, id); err != nil {
 		return t, err
 	}
-	if t.Events, err = l.store.OutboxByAggregate(ctx, id); err != nil {
+	if t.Events, err = l.store.OutboxByOrder(ctx, id); err != nil {
 		return t, err
 	}
 	if t.Audit, err = l.store.AuditByOrder(ctx, id); err != nil {
