@@ -45,7 +45,7 @@ func hashPassword(env environment) error {
 	name := flags.Arg(0)
 	if name != "" {
 		if err := config.CheckOperatorName(name); err != nil {
-			return usageError{err}
+			return refuseUsage(flags, env, err)
 		}
 	}
 	password, err := readPassword(env)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -12,8 +14,10 @@ import (
 )
 
 func TestHashPassword(t *testing.T) {
+	var errOut bytes.Buffer
 	hash := func(t *testing.T, stdin string, args ...string) (string, error) {
-		var out, errOut bytes.Buffer
+		var out bytes.Buffer
+		errOut.Reset()
 		err := run(context.Background(), environment{args: append([]string{"hash-password"}, args...),
 			stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, bcryptCost: bcrypt.MinCost})
 		return strings.TrimSpace(out.String()), err
@@ -61,8 +65,14 @@ func TestHashPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"Alice", "al ice", "1alice", "alice:x", strings.Repeat("a", 33), "admin-api"} {
-			if out, err := hash(t, "correct horse battery\n", name); err == nil || out != "" {
+			out, err := hash(t, "correct horse battery\n", name)
+			if err == nil || out != "" {
 				t.Errorf("hash-password %q: %q %v", name, out, err)
+			}
+			// Refused with the reason, not in silence (exit 2 alone).
+			if first, _, _ := strings.Cut(errOut.String(), "\n"); !strings.HasPrefix(first, "paynotify hash-password: ") ||
+				!strings.Contains(first, fmt.Sprintf("operator %q: ", name)) || exitCode(err, io.Discard) != 2 {
+				t.Errorf("hash-password %q says %q (exit %d)", name, errOut.String(), exitCode(err, io.Discard))
 			}
 			if _, err := config.Load([]string{"CONSOLE_OPERATORS=" + name + ":" + string(valid)}); err == nil {
 				t.Errorf("serve takes %q", name)
