@@ -319,7 +319,7 @@ paynotify dev is up at %[1]s
     curl --data @testdata/notify/01_pay_demo_1001.form %[1]s/alipay/notify
 
   Replay a WeChat Pay notification (testdata/notify/wechatpay/; sign makes its timestamp fresh):
-    go run . sign -provider wechatpay -url %[1]s/wechatpay/notify testdata/notify/wechatpay/pay_demo_1001.json | sh
+    go run . sign -provider wechatpay -url %[1]s/wechatpay/notify testdata/notify/wechatpay/01_pay_demo_1001.json | sh
 
   Place an order as demo member 1 (alice: 5000 points, coupon 1 worth 20.00; SKUs 1-3):
     TOKEN=%[3]s

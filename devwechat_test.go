@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,23 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 	if !strings.Contains(logs.String(), "sign -provider wechatpay") {
 		t.Errorf("dev does not print the WeChat Pay replay line:\n%s", logs)
 	}
-	for _, c := range weChatCases {
-		body, err := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", c.name+".json"))
+	// The loop as the docs write it: for f in
+	// testdata/notify/wechatpay/*.json — the shell's order is the names'
+	// order, which must be the cases' order.
+	files, err := filepath.Glob(filepath.Join("testdata", "notify", "wechatpay", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) != len(weChatCases) {
+		t.Fatalf("%d replay files, %d cases", len(files), len(weChatCases))
+	}
+	for i, f := range files {
+		c := weChatCases[i]
+		if filepath.Base(f) != c.name+".json" {
+			t.Fatalf("replay file %d is %s, want %s.json: the names' order is the replay order", i+1, f, c.name)
+		}
+		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +68,7 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 	if status, _ := postWeChatHeaders(t, base+"/wechatpay/notify", []byte(`{}`), probe); status < 400 {
 		t.Errorf("signature probe answered %d", status)
 	}
-	body, _ := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", "pay_demo_1004.json"))
+	body, _ := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", "11_pay_demo_1004.json"))
 	if status, answer := postWeChat(t, base+"/wechatpay/notify", bytes.TrimSpace(body), "wechatpay_platform_private_key.pem", devWeChatCertSerial); status != 204 {
 		t.Errorf("resend by the platform certificate: %d %s", status, answer)
 	}
@@ -119,7 +135,7 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 // dev's banner says, each against its fake's bill: every replayed WeChat
 // payment, the second trade of DEMO-1001 too, matches its bill row; the
 // payment each fake took for no order is found in the bill and recorded
-// UNMATCHED, beside unknown_order.json's (Alipay's replay files were not
+// UNMATCHED, beside 10_unknown_order.json's (Alipay's replay files were not
 // sent here).
 func reconcileDevDay(t *testing.T, base string, store *dao.Store) {
 	t.Helper()

@@ -153,25 +153,25 @@ func weChatPaid(sn, transactionID string, fen int64, extra map[string]any) map[s
 }
 
 var weChatCases = []weChatCase{
-	{name: "pay_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("1001"), 10000, nil), status: 204},
-	{name: "second_trade_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("2001"), 10000, nil), status: 204},
-	{name: "underpay_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("1002"), 1, nil), status: 204},
+	{name: "01_pay_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("1001"), 10000, nil), status: 204},
+	{name: "02_second_trade_demo_1001", resource: weChatPaid("DEMO-1001", devTransaction("2001"), 10000, nil), status: 204},
+	{name: "03_underpay_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("1002"), 1, nil), status: 204},
 	// 直连商户 take CNY only; the ledger has no currency: refused, resent.
-	{name: "usd_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("3002"), 8800,
+	{name: "04_usd_demo_1002", resource: weChatPaid("DEMO-1002", devTransaction("3002"), 8800,
 		map[string]any{"amount": map[string]any{"total": 8800, "payer_total": 8800, "currency": "USD", "payer_currency": "USD"}}), status: 400},
-	{name: "closed_demo_1003", resource: weChatPaid("DEMO-1003", devTransaction("1003"), 5990, nil), status: 204},
-	{name: "notpay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+	{name: "05_closed_demo_1003", resource: weChatPaid("DEMO-1003", devTransaction("1003"), 5990, nil), status: 204},
+	{name: "06_notpay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
 		map[string]any{"trade_state": "NOTPAY", "trade_state_desc": "未支付"}), status: 400},
-	{name: "wrong_mchid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+	{name: "07_wrong_mchid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
 		map[string]any{"mchid": "1900009999"}), status: 400},
-	{name: "wrong_appid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
+	{name: "08_wrong_appid_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1,
 		map[string]any{"appid": "wxd999999999999999"}), status: 400},
-	{name: "conflict_trade_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1001"), 1, nil), status: 409},
+	{name: "09_conflict_trade_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1001"), 1, nil), status: 409},
 	// Money for no order of ours: recorded UNMATCHED, for an operator to refund.
-	{name: "unknown_order", resource: weChatPaid("NOPE-404", devTransaction("0404"), 100, nil), status: 204},
-	{name: "pay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1, nil), status: 204},
+	{name: "10_unknown_order", resource: weChatPaid("NOPE-404", devTransaction("0404"), 100, nil), status: 204},
+	{name: "11_pay_demo_1004", resource: weChatPaid("DEMO-1004", devTransaction("1004"), 1, nil), status: 204},
 	// A refund's outcome only hurries the refund worker: never a payment.
-	{name: "refund_success_demo_1001", event: "REFUND.SUCCESS", resource: map[string]any{
+	{name: "12_refund_success_demo_1001", event: "REFUND.SUCCESS", resource: map[string]any{
 		"mchid": devWeChatMchID, "out_trade_no": "DEMO-1001", "transaction_id": devTransaction("2001"),
 		"out_refund_no": "RF-DEMO-1001", "refund_id": "50300002026113000000000001001", "refund_status": "SUCCESS",
 		"success_time": "2026-11-30T15:00:00+08:00", "user_received_account": "支付用户零钱",

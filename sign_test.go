@@ -248,7 +248,7 @@ func TestSignWeChatPay(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	const file = "testdata/notify/wechatpay/pay_demo_1001.json"
+	const file = "testdata/notify/wechatpay/01_pay_demo_1001.json"
 	body, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
