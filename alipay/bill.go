@@ -43,7 +43,8 @@ func (b *Bill) Close() error { return b.f.Close() }
 // trade), downloads the ZIP at once into a temporary file (HTTPS only in
 // production; public addresses only unless the gateway is a fake; at most
 // MaxBillBytes within BillDownloadTimeout) and opens it, which reads it
-// once to check it — every field, and that it is the bill of day. A day without business is
+// once to check it — every field, and that it is the bill of day and of our
+// seller_id (#账号, the file name). A day without business is
 // model.ErrNoBill; a damaged file is model.ErrBadBill; a failed call is
 // model.ErrGatewayUnknown or model.ErrGatewayRefused as for every call.
 func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
@@ -74,6 +75,9 @@ func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
 	bf, err := bill.Open(f, size)
 	if err == nil {
 		err = bf.Covers(day)
+	}
+	if err == nil {
+		err = bf.Of(c.sellerID)
 	}
 	if err != nil {
 		f.Close()

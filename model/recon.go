@@ -54,12 +54,17 @@ const (
 	// merchant console), or one we hold as failed. It is recorded against
 	// its payment, so later refunds never exceed what is left.
 	ReconUnknownRefund ReconOutcome = "UNKNOWN_REFUND"
+	// ReconOutsideBillDay: a bill line that finished outside the bill's
+	// day (and the minutes before it a late payment may have): the bill
+	// vouches for its own day only, so it is neither repaired nor matched
+	// and its fee not booked. Look at it; reconcile its own day.
+	ReconOutsideBillDay ReconOutcome = "OUTSIDE_BILL_DAY"
 )
 
 // ReconOutcomes lists every outcome, in the order views show them.
 var ReconOutcomes = []ReconOutcome{
 	ReconRepaired, ReconUnmatched, ReconRepairFailed, ReconMissingAtProvider,
-	ReconAmountDiffers, ReconRefundMissingAtProvider, ReconUnknownRefund,
+	ReconAmountDiffers, ReconRefundMissingAtProvider, ReconUnknownRefund, ReconOutsideBillDay,
 }
 
 // ReconOutcomeNamed reads an outcome as a filter names it: one of

@@ -224,7 +224,7 @@ func (r *BillReconciler) today() time.Time {
 // attempt does one attempt's work: fetch, match and repair, look for what
 // the bill lacks, total up. Any error makes it FAILED with the reason.
 func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attempt int, day time.Time) dao.RunResult {
-	m := &matcher{r: r, run: run, attempt: attempt, date: run.BillDate}
+	m := &matcher{r: r, run: run, attempt: attempt, date: run.BillDate, from: day.Add(-r.Grace), to: day.AddDate(0, 0, 1)}
 	fail := func(err error) dao.RunResult {
 		return dao.RunResult{State: model.ReconFailed, Error: err.Error(), Items: m.items, Repaired: m.repaired}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,10 @@ type matcher struct {
 	run     model.ReconRun
 	attempt int
 	date    string
+	// from and to bound when the bill's lines may have finished: its day,
+	// and the Grace before it (a payment of 23:59:59 may be in the next
+	// day's bill).
+	from, to time.Time
 
 	mu        sync.Mutex
 	held      []model.BillEntry // refunds of payments not in the ledger yet
@@ -86,6 +92,14 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 	if err := m.renew(ctx); err != nil {
 		return err
 	}
+	var items []model.ReconItem
+	batch = slices.DeleteFunc(batch, func(e model.BillEntry) bool {
+		if it, out := m.outsideDay(e); out {
+			items = append(items, it)
+			return true
+		}
+		return false
+	})
 	var tradeNos, requestNos []string
 	for _, e := range batch {
 		tradeNos = append(tradeNos, e.TradeNo)
@@ -101,7 +115,6 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 	if err != nil {
 		return err
 	}
-	var items []model.ReconItem
 	var seen []model.SeenLine
 	// Payments first: a refund in the same batch may refund a payment
 	// repaired here.
@@ -155,6 +168,26 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 		return err
 	}
 	return m.save(ctx, items)
+}
+
+// outsideDay reports whether e finished outside the bill's day (and the
+// Grace before it), and the item that says so. The bill vouches for its
+// own day only: such a line is neither repaired nor matched, its fee is
+// not booked, and an operator looks at it.
+func (m *matcher) outsideDay(e model.BillEntry) (model.ReconItem, bool) {
+	if !e.FinishedAt.Before(m.from) && e.FinishedAt.Before(m.to) {
+		return model.ReconItem{}, false
+	}
+	it := model.ReconItem{Outcome: model.ReconOutsideBillDay, Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo,
+		BillAmount: amountPtr(e.Amount)}
+	if e.Kind == model.BillRefund {
+		it.Ref, it.OutRequestNo, it.BillAmount = e.OutRequestNo, e.OutRequestNo, amountPtr(e.Amount.Neg())
+	}
+	at := e.FinishedAt.In(model.Beijing).Format(time.DateTime)
+	it.Detail = "a " + strings.ToLower(string(e.Kind)) + " finished " + at + ", outside the bill's day " + m.date + ": neither repaired nor matched"
+	m.r.log.Warn("reconciliation found a bill line outside the bill's day: not repaired", "bill_date", m.date, "line", e.Line,
+		"kind", e.Kind, "trade_no", e.TradeNo, "finished_at", at)
+	return it, true
 }
 
 // feeEvent is the event that books the fees of newly matched lines.

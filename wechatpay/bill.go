@@ -71,7 +71,8 @@ func (b *Bill) Close() error { return b.f.Close() }
 
 // TradeBill fetches the trade bill of a Beijing day: it asks where the
 // bill is (BillLink), downloads the gzip at once into a temporary file and
-// opens it, which reads it once to check its SHA1 and its summary. A day
+// opens it, which reads it once to check its SHA1 and its summary, and
+// that every row is of our mchid (商户号). A day
 // without business is ErrNoBill (model.ErrNoBill); a damaged file or one
 // that is not what the query vouched for is model.ErrBadBill; a day older
 // than three months is ErrBillTooOld.
@@ -94,6 +95,9 @@ func (c *Client) TradeBill(ctx context.Context, day time.Time) (*Bill, error) {
 		return nil, fmt.Errorf("bill of %s: %w", date, err)
 	}
 	bf, err := bill.Open(f, size, l.HashType, l.HashValue)
+	if err == nil && bf.MchID != "" && bf.MchID != c.mchID {
+		err = fmt.Errorf("%w: the bill is merchant %s's, not ours (%s)", model.ErrBadBill, clip(bf.MchID), c.mchID)
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("wechatpay bill of %s: %w", date, err)

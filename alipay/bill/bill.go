@@ -96,6 +96,9 @@ type File struct {
 	// From and To are the date range the detail states (#起始日期,
 	// 终止日期), zero if it states none.
 	From, To time.Time
+	// Account is the merchant's pid the detail names (#账号), "" if it
+	// names none.
+	Account string
 }
 
 // Open finds the detail in the bill ZIP r (size bytes) and reads it once,
@@ -126,12 +129,29 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("%w: no *%s in the ZIP (%d entries)", model.ErrBadBill, detailSuffix, len(zr.File))
 	}
 	f := &File{detail: detail, Name: name}
-	var span [2]time.Time
-	if f.Totals, span, err = f.each(nil); err != nil {
+	var s *scanner
+	if f.Totals, s, err = f.read(nil); err != nil {
 		return nil, err
 	}
-	f.From, f.To = span[0], span[1]
+	f.From, f.To, f.Account = s.from, s.to, s.pid
 	return f, nil
+}
+
+// Of refuses a bill that is not the bill of the merchant pid (2088…): its
+// detail must name that account (#账号) and its file name
+// (<pid>_<yyyyMMdd>_业务明细.csv) that pid. Another merchant's bill would
+// repair payments that were never ours. The fault is model.ErrBadBill.
+func (f *File) Of(pid string) error {
+	named, _, _ := strings.Cut(path.Base(f.Name), "_")
+	switch {
+	case f.Account == "":
+		return fmt.Errorf("%w: the bill names no account (#账号): not a bill of %s", model.ErrBadBill, pid)
+	case f.Account != pid:
+		return fmt.Errorf("%w: the bill is account %s's, not ours (%s)", model.ErrBadBill, f.Account, pid)
+	case named != pid:
+		return fmt.Errorf("%w: the bill is %s, not a bill of %s", model.ErrBadBill, f.Name, pid)
+	}
+	return nil
 }
 
 // Covers refuses a bill that is not the bill of day (a Beijing day): its
@@ -165,16 +185,24 @@ func (f *File) Entries(fn func(model.BillEntry) error) error {
 }
 
 func (f *File) each(fn func(model.BillEntry) error) (model.BillTotals, [2]time.Time, error) {
+	t, s, err := f.read(fn)
+	if err != nil {
+		return t, [2]time.Time{}, err
+	}
+	return t, [2]time.Time{s.from, s.to}, nil
+}
+
+func (f *File) read(fn func(model.BillEntry) error) (model.BillTotals, *scanner, error) {
 	rc, err := f.detail.Open()
 	if err != nil {
-		return model.BillTotals{}, [2]time.Time{}, fmt.Errorf("%w: %s: %v", model.ErrBadBill, f.Name, err)
+		return model.BillTotals{}, nil, fmt.Errorf("%w: %s: %v", model.ErrBadBill, f.Name, err)
 	}
 	defer rc.Close()
 	limit := int64(MaxDetailBytes)
 	if c := f.detail.CompressedSize64; c < uint64(limit/MaxExpansion) {
 		limit = min(limit, int64(c)*MaxExpansion+1<<20)
 	}
-	return scan(&capped{r: rc, left: limit, limit: limit}, fn)
+	return scanAll(&capped{r: rc, left: limit, limit: limit}, fn)
 }
 
 // capped fails a read past its limit instead of ending the file early.

@@ -185,7 +185,8 @@ func TestOpenLongOutTradeNo(t *testing.T) {
 }
 
 // TestCovers: a bill is taken only for the day it is the bill of, by its
-// detail's name and by the range it states.
+// detail's name and by the range it states, and only as the bill of the
+// account it names (Of).
 func TestCovers(t *testing.T) {
 	f, err := open(t, readFixture(t, "today.zip"))
 	if err != nil {
@@ -196,6 +197,12 @@ func TestCovers(t *testing.T) {
 	}
 	if err := f.Covers(day.AddDate(0, 0, 5)); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "not the bill of 2026-12-05") {
 		t.Fatalf("another day: %v", err)
+	}
+	if f.Account != pid || f.Of(pid) != nil {
+		t.Fatalf("our own bill: account %q, %v", f.Account, f.Of(pid))
+	}
+	if err := f.Of("2088000000000777"); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "account "+pid+"'s, not ours (2088000000000777)") {
+		t.Fatalf("another account's bill: %v", err)
 	}
 	// Named for the day, but stating another day's range inside.
 	other := bill.Header{Account: pid, Date: day.AddDate(0, 0, -5)}

@@ -41,6 +41,10 @@ var (
 // 终止日期：[2026年12月01日 00:00:00]".
 var dateRange = regexp.MustCompile(`^#起始日期[:：]\s*\[([^\]]+)\]\s*终止日期[:：]\s*\[([^\]]+)\]`)
 
+// account is the preamble's "#账号：[20880000000000010156]": the
+// merchant's pid (2088 and 12 digits) and Alipay's suffix of the account.
+var account = regexp.MustCompile(`^#账号[:：]\s*\[(2088\d{12})\d*\]`)
+
 // rangeTime is the layout of the range's times.
 const rangeTime = "2006年01月02日 15:04:05"
 
@@ -67,6 +71,8 @@ type scanner struct {
 	seen    struct{ payments, refunds bool }
 	// from and to are the preamble's date range, zero if it has none.
 	from, to time.Time
+	// pid is the account the preamble names, "" if it names none.
+	pid string
 }
 
 // Scan reads a detail (GBK CSV in Alipay's layout) from r, calling fn for
@@ -83,9 +89,16 @@ func Scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error)
 // scan is Scan, which also says the date range the preamble states (zero
 // times if none).
 func scan(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, [2]time.Time, error) {
+	t, s, err := scanAll(r, fn)
+	return t, [2]time.Time{s.from, s.to}, err
+}
+
+// scanAll is Scan, which also hands back what the scanner learnt of the
+// file's frame.
+func scanAll(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, *scanner, error) {
 	s := &scanner{}
 	t, err := s.run(r, fn)
-	return t, [2]time.Time{s.from, s.to}, err
+	return t, s, err
 }
 
 func (s *scanner) run(r io.Reader, fn func(model.BillEntry) error) (model.BillTotals, error) {
@@ -193,6 +206,12 @@ func (s *scanner) frame(text string) error {
 		return s.totals(text)
 	case s.part == preamble && strings.HasPrefix(text, "#起始日期"):
 		return s.readRange(text)
+	case s.part == preamble && strings.HasPrefix(text, "#账号"):
+		m := account.FindStringSubmatch(text)
+		if m == nil || s.pid != "" {
+			return s.fail("unreadable or second account line %q", model.Clip(text))
+		}
+		s.pid = m[1]
 	}
 	return nil
 }

@@ -107,6 +107,9 @@ type File struct {
 	Totals model.BillTotals
 	// Summary is the file's own summary row, which its rows add up to.
 	Summary Summary
+	// MchID is the merchant (商户号) every row names; "" when the bill
+	// has no such column.
+	MchID string
 }
 
 // Open reads the gzip bill r (size bytes) once, checking everything: the
@@ -137,7 +140,7 @@ func Open(r io.ReaderAt, size int64, hashType, hashValue string) (*File, error) 
 	if scanErr != nil {
 		return nil, scanErr.(contentFault).err
 	}
-	f.Totals, f.Summary = res.totals, res.stated
+	f.Totals, f.Summary, f.MchID = res.totals, res.stated, res.mchID
 	return f, nil
 }
 

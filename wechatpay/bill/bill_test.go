@@ -221,6 +221,8 @@ func TestScanLines(t *testing.T) {
 		{"EmptyTradeNo", head + row(cells{bill.ColTradeNo: ""}) + goodSum, "微信订单号 is empty", 0},
 		{"RefundWithoutNumber", head + good + row(with(refund, cells{bill.ColOutRefundNo: "0"})) + goodSum, "商户退款单号 is empty", 0},
 		{"NonASCIITradeNo", head + row(cells{bill.ColOutTradeNo: "订单1"}) + goodSum, "商户订单号 is not an ASCII identifier", 0},
+		{"OneMerchant", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900000001"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), "", 2},
+		{"TwoMerchants", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900009999"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), `商户号 "1900009999", the rows before it "1900000001"`, 0},
 		{"RowAfterSummary", head + good + goodSum + good, "a line after the summary", 0},
 		{"RowBeforeHeader", good + head + good + goodSum, "a row before the header", 0},
 		{"ColumnTwice", strings.TrimSuffix(head, "\r\n") + ",手续费\r\n" + good + goodSum, `column "手续费" twice in the header`, 0},

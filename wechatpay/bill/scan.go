@@ -86,8 +86,8 @@ type scanner struct {
 	ncols int
 	// at are the positions of the columns read, noCol where absent.
 	at struct {
-		time, tradeNo, outTradeNo, state, outRefundNo, refundStatus int
-		sums                                                        [nSums]int
+		time, tradeNo, outTradeNo, state, outRefundNo, refundStatus, mchID int
+		sums                                                               [nSums]int
 	}
 	cells   [][]byte
 	sumCols []string
@@ -97,12 +97,16 @@ type scanner struct {
 	hasSum  [nSums]bool
 	totals  totals
 	summary Summary
+	// mchID is the 商户号 the rows name, nil before the first that names
+	// one.
+	mchID []byte
 }
 
 // result is what a whole scan found.
 type result struct {
 	totals model.BillTotals
 	stated Summary
+	mchID  string
 }
 
 // Scan reads a decompressed bill (UTF-8 CSV in WeChat Pay's layout) from
@@ -221,6 +225,7 @@ func (s *scanner) readHeader(text string) error {
 	}
 	s.at.time, s.at.tradeNo, s.at.outTradeNo = find(ColTime), find(ColTradeNo), find(ColOutTradeNo)
 	s.at.state, s.at.outRefundNo, s.at.refundStatus = find(ColState), find(ColOutRefundNo), find(ColRefundStatus)
+	s.at.mchID = find(ColMchID)
 	for i, c := range summed {
 		s.at.sums[i] = find(c.col)
 	}
@@ -324,6 +329,18 @@ func (s *scanner) row(raw []byte) (line, bool, error) {
 		return line{}, false, s.fail("%d cells, the header has %d", len(cells), s.ncols)
 	}
 	s.rows++
+	if s.at.mchID != noCol {
+		// One bill is one merchant's: a row of another is no row of ours.
+		m := trim(cells[s.at.mchID])
+		switch {
+		case len(m) == 0:
+			// Unstated (test fixtures): no merchant but ours is named.
+		case s.mchID == nil:
+			s.mchID = append([]byte(nil), m...)
+		case !bytes.Equal(m, s.mchID):
+			return line{}, false, s.fail("%s %q, the rows before it %q: one bill is one merchant's", ColMchID, clip(string(m)), s.mchID)
+		}
+	}
 	var v [nSums]int64
 	for k, c := range summed {
 		i := s.at.sums[k]
@@ -498,7 +515,7 @@ func (s *scanner) finish() (result, error) {
 				c.col, decimal.New(s.counted[k], -c.decimals).StringFixed(c.decimals))
 		}
 	}
-	return result{totals: s.totals.bill(), stated: s.summary}, nil
+	return result{totals: s.totals.bill(), stated: s.summary, mchID: string(s.mchID)}, nil
 }
 
 // splitHeader splits a header line into its names: a BOM, backticks and
