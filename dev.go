@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -111,7 +112,7 @@ func dev(ctx context.Context, env environment) error {
 	// Configuration
 	flags := newFlags("dev", devUsage)
 	addr := flags.String("addr", devDefaultAddr, "listen address; HTTP_ADDR sets it too (the flag wins)")
-	dbPath := flags.String("db", "paynotify-dev.db", "SQLite file, recreated at every start")
+	dbPath := flags.String("db", devDefaultDB, "SQLite file, recreated at every start (FILE.url holds the address while dev runs, for sign and reconcile -dev)")
 	keep := flags.Bool("keep", false, "keep the database from the last run instead of starting fresh")
 	manualRefunds := flags.Bool("manual-refunds", false, "leave payments owed back (REFUND_PENDING) to an operator: the refund worker does not take them")
 	if err := parseFlags(flags, env, 0); err != nil {
@@ -138,6 +139,11 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer release()
+	removeURL, err := writeDevURL(*dbPath, base)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer removeURL()
 
 	// Fake Alipay
 	fake, client, err := newDevAlipay(base)
@@ -173,9 +179,15 @@ func dev(ctx context.Context, env environment) error {
 // devListen binds addr and says the base URL it is reached at: the fake
 // Alipay and notify_url need the real address (addr may say port 0).
 func devListen(log *slog.Logger, addr string) (net.Listener, string, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, "", fmt.Errorf("dev: listen address %q: %w: want host:port, such as 127.0.0.1:8080, or :8080 for every interface", addr, err)
+	}
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, "", fmt.Errorf("dev: %w (another paynotify dev running? -addr picks another address)", err)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("dev: %w", err)
 	}
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	base := "http://" + ln.Addr().String()

@@ -26,3 +26,18 @@ func lockDevDB(path string) (release func(), err error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// devDBInUse reports whether a dev holds path's lock.
+func devDBInUse(path string) bool {
+	f, err := os.Open(path + ".lock")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false
+	}
+	return errors.Is(err, syscall.EWOULDBLOCK)
+}

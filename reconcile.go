@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"time"
 
@@ -16,7 +19,7 @@ import (
 	"paynotify/wechatpay"
 )
 
-const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-date yyyy-MM-dd]
+const reconcileUsage = `usage: paynotify reconcile [-dev] [-provider alipay|wechatpay] [-date yyyy-MM-dd]
 
 Reconciles one Beijing day of the ledger against a provider's trade bill
 (default: yesterday in Beijing; every configured provider — Alipay, and
@@ -24,8 +27,19 @@ WeChat Pay when WECHATPAY_* is set — unless -provider names one): fetches
 the bill, repairs what it proves we missed, records every difference,
 prints each run as JSON and exits 0 only when every run succeeded and left
 nothing unresolved — 1 when one failed, found differences, or another
-instance holds the date — so cron and CI can alert. Configuration comes
-from the environment, as for serve.
+instance holds the date — so cron and CI can alert; 2 for a command line
+it cannot use (a bad -date or -provider). Configuration comes from the
+environment, as for serve, which refuses the development keys.
+
+With -dev it reconciles in the running paynotify dev instead — its
+development keys against its fake Alipay and fake WeChat Pay, both
+providers unless -provider names one — by asking it through its admin API
+(POST /admin/reconciliations/{provider}/{date}/run, with ADMIN_TOKEN or
+dev's paynotify-dev-admin), at the address that dev printed (kept in
+paynotify-dev.db.url while it runs), else HTTP_ADDR, else 127.0.0.1:8080.
+The replay files' day is 2026-11-30:
+
+  paynotify reconcile -dev -date 2026-11-30
 `
 
 // reconcileCmd runs one reconciliation per provider asked for and reports
@@ -34,6 +48,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	fs := newFlags("reconcile", reconcileUsage)
 	date := fs.String("date", "", "the Beijing day to reconcile, yyyy-MM-dd (default: yesterday)")
 	only := fs.String("provider", "", "alipay or wechatpay (default: every configured provider)")
+	inDev := fs.Bool("dev", false, "reconcile in the running paynotify dev, through its admin API (its keys, its fakes)")
 	if err := parseFlags(fs, env, 0); err != nil {
 		return err
 	}
@@ -48,6 +63,9 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	}
 	if *only != "" && !slices.Contains(model.Providers, model.Provider(*only)) {
 		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
+	}
+	if *inDev {
+		return reconcileInDev(ctx, env, *only, *date)
 	}
 	// The providers configured, as serve reads them.
 	cfg, pc, err := loadConfig(env.environ)
@@ -115,16 +133,69 @@ func reconcileCmd(ctx context.Context, env environment) error {
 
 // reportRun prints a run and turns what it found into the exit status.
 func reportRun(env environment, run model.ReconRun) error {
+	return reportView(env, handler.NewRunView(run)) // the admin API's shape
+}
+
+// reportView prints a run as the admin API shows it and turns what it
+// found into the exit status.
+func reportView(env environment, v handler.RunView) error {
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(handler.NewRunView(run)); err != nil { // the admin API's shape
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	switch {
-	case run.State == model.ReconFailed:
-		return fmt.Errorf("reconciliation of %s failed: %s", run.BillDate, run.Error)
-	case run.Unresolved > 0:
-		return fmt.Errorf("reconciliation of %s found %d unresolved differences (GET /admin/reconciliations/%s/%s)", run.BillDate, run.Unresolved, run.Provider, run.BillDate)
+	case v.State == string(model.ReconFailed):
+		return fmt.Errorf("reconciliation of %s failed: %s", v.BillDate, v.Error)
+	case v.State == string(model.ReconRunning):
+		return fmt.Errorf("reconciliation of %s is still running (GET /admin/reconciliations/%s/%s)", v.BillDate, v.Provider, v.BillDate)
+	case v.Unresolved > 0:
+		return fmt.Errorf("reconciliation of %s found %d unresolved differences (GET /admin/reconciliations/%s/%s)", v.BillDate, v.Unresolved, v.Provider, v.BillDate)
 	}
 	return nil
+}
+
+// reconcileInDev asks the running dev to reconcile date for provider (or
+// both), through its admin API, and reports each run as reconcile does.
+func reconcileInDev(ctx context.Context, env environment, provider, date string) error {
+	base := devBaseURL(env.environ)
+	token := envValue(env.environ, "ADMIN_TOKEN")
+	if token == "" {
+		token = devAdminToken
+	}
+	names := model.Providers
+	if provider != "" {
+		names = []model.Provider{model.Provider(provider)}
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	var errs []error
+	for _, p := range names {
+		url := base + "/admin/reconciliations/" + string(p) + "/" + date + "/run"
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("reconcile -dev: no paynotify dev answers at %s (start go run . dev, or set HTTP_ADDR to its address): %w", base, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+			errs = append(errs, fmt.Errorf("%s: dev at %s answered %s: %s", p, base, resp.Status, bytes.TrimSpace(body)))
+			continue
+		}
+		var v handler.RunView
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("%s: dev's answer %q: %w", p, body, err)
+		}
+		if err := reportView(env, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -34,8 +34,11 @@ development "Alipay" key that paynotify dev trusts.
 WeChat Pay: reads a notification body (JSON, its resource already
 encrypted, as in testdata/notify/wechatpay), signs it now (WeChat Pay's
 timestamp must be within 5 minutes) and prints the curl command that posts
-it to -url, ready for | sh. The default key and serial are the
-development WeChat Pay public key's that paynotify dev trusts.
+it to -url, ready for | sh: by default to the dev running in this
+directory (the address it printed, which it keeps in paynotify-dev.db.url
+while it runs), else to HTTP_ADDR, else to 127.0.0.1:8080. The default key
+and serial are the development WeChat Pay public key's that paynotify dev
+trusts. A JSON body without -provider wechatpay is refused.
 `
 
 // sign reads a URL-encoded form (a file, or standard input), applies -set
@@ -48,7 +51,7 @@ func sign(env environment) error {
 	var sets setFlags
 	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned; Alipay only)")
 	serial := flags.String("serial", devWeChatPublicKeyID, "Wechatpay-Serial: the signing key's public key id or certificate serial (WeChat Pay only)")
-	to := flags.String("url", "http://"+devDefaultAddr+"/wechatpay/notify", "where the curl command posts (WeChat Pay only)")
+	to := flags.String("url", "", "where the curl command posts (WeChat Pay only; default: the running dev's /wechatpay/notify — the address in paynotify-dev.db.url, else HTTP_ADDR, else "+devDefaultAddr+")")
 	if err := parseFlags(flags, env, 1); err != nil {
 		return err
 	}
@@ -62,6 +65,9 @@ func sign(env environment) error {
 		if err != nil {
 			return err
 		}
+		if *to == "" {
+			*to = devBaseURL(env.environ) + "/wechatpay/notify"
+		}
 		return signWeChat(env, flags.Arg(0), key, *serial, *to)
 	default:
 		return fmt.Errorf("-provider %q: want alipay or wechatpay", *provider)
@@ -69,6 +75,9 @@ func sign(env environment) error {
 	body, err := readInput(env, flags.Arg(0))
 	if err != nil {
 		return err
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+		return refuseUsage(flags, env, errors.New("the body is JSON, a WeChat Pay notification, not an Alipay form: sign it with -provider wechatpay"))
 	}
 	form, err := url.ParseQuery(strings.TrimSpace(string(body)))
 	if err != nil {

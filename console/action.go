@@ -21,6 +21,7 @@ func (c *Console) actionRoutes() {
 	m.HandleFunc("GET "+Prefix+"/queues/reconciliation", c.signedIn(c.reconQueue))
 	if len(c.d.BillReconcilers) > 0 {
 		m.HandleFunc("POST "+Prefix+"/reconciliation/items/{id}/resolve", c.changing(c.resolveItem))
+		m.HandleFunc("POST "+Prefix+"/reconciliations/{provider}/{date}/run", c.changing(c.runDay))
 	}
 	if c.d.Refunds == nil {
 		return

@@ -13,14 +13,16 @@ import (
 
 type reconQueueData struct {
 	page
-	Runs     []model.ReconRun
-	Outcome  model.ReconOutcome
-	Outcomes []model.ReconOutcome
-	Open     bool
-	Rows     []model.ReconRow
-	Count    int64
-	Page     int
-	HasNext  bool
+	Runs []model.ReconRun
+	// Yesterday is the default day of the Run this day form.
+	Yesterday string
+	Outcome   model.ReconOutcome
+	Outcomes  []model.ReconOutcome
+	Open      bool
+	Rows      []model.ReconRow
+	Count     int64
+	Page      int
+	HasNext   bool
 	// Resolves are the providers whose items this console resolves.
 	Resolves map[model.Provider]*service.BillReconciler
 }
@@ -47,7 +49,8 @@ func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "recon", reconQueueData{page: c.page(r, "Reconciliation"), Runs: runs, Outcome: outcome,
-		Outcomes: model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
+		Yesterday: service.Yesterday(c.d.Now()),
+		Outcomes:  model.ReconOutcomes, Open: open, Rows: rows, Count: n, Page: pageNo,
 		HasNext: int64((pageNo+1)*service.QueuePage) < n, Resolves: c.d.BillReconcilers})
 }
 
@@ -123,7 +126,61 @@ func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "reconrun", d)
 }
 
+// runDay reconciles one provider's day now, as the daily job would, with
+// the operator's ask in admin_audit: back to the run's page, which shows
+// how it ended (or that it is still running, for a big day).
+func (c *Console) runDay(w http.ResponseWriter, r *http.Request) {
+	provider, err := model.ParseProvider(r.PathValue("provider"))
+	rec := c.d.BillReconcilers[provider]
+	if err != nil || rec == nil {
+		c.status(w, r, http.StatusNotFound, "No such provider here: this instance reconciles "+c.reconNames()+".")
+		return
+	}
+	date := r.PathValue("date")
+	if r.PostFormValue("date") != "" {
+		date = r.PostFormValue("date")
+	}
+	if _, err := service.ParseBillDate(date); err != nil {
+		c.status(w, r, http.StatusBadRequest, "A bill date is written yyyy-MM-dd (Beijing), such as 2026-11-30.")
+		return
+	}
+	run, done, err := rec.RunAs(r.Context(), act(r), date)
+	flash := "ran"
+	if err == nil && !done {
+		flash = "running"
+	}
+	if err == nil {
+		date = run.BillDate
+	}
+	c.done(w, r, err, runLink(provider, date), flash)
+}
+
+// reconNames names the providers this console reconciles.
+func (c *Console) reconNames() string {
+	var names []string
+	for _, p := range model.Providers {
+		if c.d.BillReconcilers[p] != nil {
+			names = append(names, p.Name()+"'s")
+		}
+	}
+	if len(names) == 0 {
+		return "no provider's bill"
+	}
+	return strings.Join(names, " and ") + " bills"
+}
+
 // runLink is the console page of provider's run of date.
 func runLink(provider model.Provider, date string) string {
 	return Prefix + "/reconciliations/" + pathEscape(string(provider)) + "/" + pathEscape(date)
+}
+
+// targetRun is the page of the run an audit row's target names
+// ("wechatpay/2026-11-30"); rows written before the target named its
+// provider lead to the runs' list.
+func targetRun(id string) string {
+	provider, date, ok := strings.Cut(id, "/")
+	if !ok {
+		return Prefix + "/queues/reconciliation?all=1"
+	}
+	return runLink(model.Provider(provider), date)
 }

@@ -12,9 +12,11 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/console"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/model"
+	"paynotify/service"
 )
 
 func TestUnmatchedPayment(t *testing.T) {
@@ -416,6 +418,45 @@ func TestRunFeesOnTheRun(t *testing.T) {
 			`<td>order.paid</td><td><a href="/console/orders/FEE-1">`)
 		if strings.Contains(ob.body, "<td>0</td>") {
 			t.Errorf("the outbox names order 0:\n%s", squash(ob.body))
+		}
+	})
+}
+
+// Run this day: an operator reconciles a provider's day from the
+// Reconciliation page, once per form, with the ask in admin_audit naming
+// the provider's run.
+func TestRunThisDay(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		noBusiness := func(d *console.Deps) {
+			r := service.NewBillReconciler(store, service.BillSourceFunc(func(context.Context, time.Time) (model.Bill, error) {
+				return nil, model.ErrNoBill
+			}), service.NewPayments(store), d.Log)
+			r.Provider = model.ProviderWechatpay
+			d.BillReconcilers = map[model.Provider]*service.BillReconciler{model.ProviderWechatpay: r}
+		}
+		e := newEnv(t, store, noBusiness)
+		c := e.signedIn(t, "alice")
+		page := c.mustGet(t, "/console/queues/reconciliation", http.StatusOK)
+		mustContain(t, page.body, "Run this day: WeChat Pay")
+		path := "/console/reconciliations/wechatpay/2026-11-30/run"
+		form := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, page.body)}, "date": {"2026-11-30"}}
+		refused(t, e, c, path, form)
+		if _, err := store.ReconRun(t.Context(), model.ProviderWechatpay, "2026-11-30"); err == nil {
+			t.Fatal("a refused post ran the day")
+		}
+		postTwice(t, c, path, form, "/console/reconciliations/wechatpay/2026-11-30")
+		run, err := store.ReconRun(t.Context(), model.ProviderWechatpay, "2026-11-30")
+		if err != nil || run.State != model.ReconDone || run.Attempts != 1 {
+			t.Fatalf("the run: %+v %v, want DONE after one attempt", run, err)
+		}
+		rows := actions(t, store, model.AuditReconRun)
+		if len(rows) != 1 || rows[0].Operator != "alice" || rows[0].TargetID != "wechatpay/2026-11-30" {
+			t.Fatalf("audit: %+v", rows)
+		}
+		mustContain(t, c.mustGet(t, "/console/audit", http.StatusOK).body, `<a href="/console/reconciliations/wechatpay/2026-11-30"><code class="id">wechatpay/2026-11-30</code></a>`)
+		// Alipay is not configured here: its day cannot be run.
+		if r := c.post(t, "/console/reconciliations/alipay/2026-11-30/run", url.Values{"csrf": form["csrf"], "key": {strings.Repeat("b", 32)}}); r.status != http.StatusNotFound {
+			t.Errorf("Alipay's day on a WeChat Pay-only console: %d", r.status)
 		}
 	})
 }

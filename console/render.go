@@ -58,6 +58,7 @@ var funcs = template.FuncMap{
 	"orderLink":    orderLink,
 	"payLink":      payLink,
 	"runLink":      runLink,
+	"targetRun":    targetRun,
 	"providerName": model.Provider.Name,
 	"status":       func(s model.OrderStatus) string { return s.String() },
 	"outcome":      func(p model.Payment) string { return label(model.OutcomeOf(p.State, p.Reason)) },
@@ -255,6 +256,8 @@ var flashes = map[string]string{
 	"resolved":  "Resolved, with your note.",
 	"refunded":  "Refund recorded: the worker sends it to its provider on its next round.",
 	"requeued":  "The event is queued again: the relay publishes it on its next round.",
+	"ran":       "Reconciled now: the run below is how it ended.",
+	"running":   "Reconciliation started; a big day goes on in the background — reload to see how it ends.",
 	"already":   "Nothing done: this form was submitted before, and that submission did it.",
 	"signedout": "Signed out.",
 }

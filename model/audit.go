@@ -26,6 +26,10 @@ const (
 // row is append-only, so it names no state of the run, which moves on.
 const AuditReconRunAsked = "run asked (its outcome is on the reconciliation page)"
 
+// RunTarget is the TargetID of an audit row about provider's run of
+// billDate: "wechatpay/2026-11-30".
+func RunTarget(provider Provider, billDate string) string { return string(provider) + "/" + billDate }
+
 // OperatorAdminAPI is the operator admin_audit names for a change made
 // through the JSON admin API (/admin): whoever holds ADMIN_TOKEN. The
 // token itself is never recorded.

@@ -78,11 +78,21 @@ func clipOwner(s string) string {
 // nothing repaired). model.ErrRunBusy when another instance holds the
 // date; other errors when the database fails.
 func (r *BillReconciler) Run(ctx context.Context, date string) (model.ReconRun, error) {
-	c, err := r.claim(ctx, date, false)
+	c, err := r.claim(ctx, date, nil)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
 	return r.finish(ctx, c)
+}
+
+// RunAs is RunAsked asked for by a console operator: act's key, operator
+// and note go to admin_audit in the transaction that claims the run (a
+// form posted twice is model.ErrAlreadyDone, and claims nothing).
+func (r *BillReconciler) RunAs(ctx context.Context, act model.Act, date string) (run model.ReconRun, done bool, err error) {
+	if err := checkAct(act, false); err != nil {
+		return model.ReconRun{}, false, err
+	}
+	return r.runAsked(ctx, date, &act)
 }
 
 // RunAsked is Run asked for through the admin API: the ask is written to
@@ -92,7 +102,16 @@ func (r *BillReconciler) Run(ctx context.Context, date string) (model.ReconRun, 
 // background, ended only by Background and kept from other instances by
 // its lease, and RunAsked returns it as claimed (RUNNING), done false.
 func (r *BillReconciler) RunAsked(ctx context.Context, date string) (run model.ReconRun, done bool, err error) {
-	c, err := r.claim(ctx, date, true)
+	return r.runAsked(ctx, date, nil)
+}
+
+// runAsked claims date's run with the ask in admin_audit — act's, or the
+// admin API's when act is nil — and waits for it as RunAsked says.
+func (r *BillReconciler) runAsked(ctx context.Context, date string, act *model.Act) (run model.ReconRun, done bool, err error) {
+	if act == nil {
+		act = &model.Act{Operator: model.OperatorAdminAPI}
+	}
+	c, err := r.claim(ctx, date, act)
 	if err != nil {
 		return model.ReconRun{}, false, err
 	}
@@ -164,19 +183,23 @@ func (r *BillReconciler) CheckDate(date string) (time.Time, error) {
 	return day, nil
 }
 
-// claim claims date's run for an attempt of this instance; asked, through
-// the admin API, with the ask in admin_audit.
-func (r *BillReconciler) claim(ctx context.Context, date string, asked bool) (claimed, error) {
+// claim claims date's run for an attempt of this instance; asked by an
+// operator or the admin API (act set), with the ask in admin_audit, its
+// target the provider's run of date (provider/date).
+func (r *BillReconciler) claim(ctx context.Context, date string, act *model.Act) (claimed, error) {
 	day, err := r.CheckDate(date)
 	if err != nil {
 		return claimed{}, err
 	}
 	started := r.now()
 	var audit *model.Audit
-	if asked {
-		audit = &model.Audit{Key: apiKey(model.AuditReconRun, date, r.owner, strconv.FormatInt(started.UnixNano(), 10)),
-			Operator: model.OperatorAdminAPI, Action: model.AuditReconRun, TargetKind: model.TargetReconRun, TargetID: date,
-			After: model.AuditReconRunAsked}
+	if act != nil {
+		key := act.Key
+		if key == "" {
+			key = apiKey(model.AuditReconRun, string(r.Provider), date, r.owner, strconv.FormatInt(started.UnixNano(), 10))
+		}
+		audit = &model.Audit{Key: key, Operator: act.Operator, Action: model.AuditReconRun, TargetKind: model.TargetReconRun,
+			TargetID: model.RunTarget(r.Provider, date), After: model.AuditReconRunAsked, Note: act.Note}
 	}
 	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
 	if err != nil {
