@@ -119,7 +119,7 @@ func TestConsume(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("consume still running 20s after its context ended\n%s", logs)
 	}
-	if !strings.Contains(logs.String(), "accounting consumer running") {
+	if !strings.Contains(logs.String(), "consumer running") {
 		t.Errorf("consume did not say it runs:\n%s", logs)
 	}
 }
@@ -180,4 +180,40 @@ func TestDevStartsTheConsumer(t *testing.T) {
 	if !strings.Contains(logs.String(), "accounting consumer started") {
 		t.Errorf("dev did not say the consumer started:\n%s", logs)
 	}
+}
+
+// consume started while NATS is down says that the broker cannot be
+// reached and why (the dial's error), keeps saying it, and says it runs
+// only once NATS answers.
+func TestConsumeSaysNATSUnreachable(t *testing.T) {
+	srv := natstest.Start(t)
+	srv.Stop()
+	db := filepath.Join(t.TempDir(), "consume.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "NATS_URL=" + srv.URL()}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, environment{args: []string{"consume"}, environ: environ, stdin: strings.NewReader(""), stdout: logs, stderr: logs})
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	waitLog := func(what string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for strings.Count(logs.String(), what) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("consume logged %q %d times, want %d:\n%s", what, strings.Count(logs.String(), what), n, logs)
+			}
+			time.Sleep(50 * time.Millisecond) // poll interval
+		}
+	}
+	waitLog(`"msg":"nats cannot be reached: retrying every second until it answers","url"`, 2) // said at once, and again while it lasts
+	if s := logs.String(); !strings.Contains(s, "connection refused") || strings.Contains(s, "consumer running") {
+		t.Fatalf("while NATS is down:\n%s", s)
+	}
+	srv.Start()
+	waitLog(`"msg":"consumer running"`, 1)
 }

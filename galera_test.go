@@ -94,7 +94,7 @@ func TestGaleraLosesAndDoublesNothing(t *testing.T) {
 	nats := natstest.Start(t)
 	c, ti := startGalera(t, "NATS_URL="+nats.URL())
 	for i := range 2 {
-		if _, err := startProcess(t, "consume", "accounting consumer running", ti.env(i)); err != nil {
+		if _, err := startProcess(t, "consume", "consumer running", ti.env(i)); err != nil {
 			t.Fatal(err)
 		}
 	}

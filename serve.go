@@ -175,7 +175,8 @@ func consumeCmd(ctx context.Context, env environment) error {
 		return err
 	}
 	defer b.Close()
-	log.Info("accounting consumer running", "durable", accountingDurable)
+	// Consume says "consumer running" once it consumes: not before NATS
+	// answers.
 	return b.Consume(ctx, accountingDurable, service.AccountingEvents, service.NewAccounting(store).Book)
 }
 

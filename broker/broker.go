@@ -10,8 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	neturl "net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -75,16 +78,28 @@ type JetStream struct {
 // cluster): the client connects to one, learns the others from it, and
 // moves to another when its server goes away.
 func Connect(ctx context.Context, url, stream, prefix string, log *slog.Logger, opts ...Option) (*JetStream, error) {
+	unreachable := &unreachableLog{log: log, url: Redact(url), every: unreachableEvery}
 	nc, err := nats.Connect(url,
 		nats.Name("paynotify"),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("nats disconnected", "err", err) }),
-		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats reconnected") }),
+		// Each failed try to reach a server, at start as after a
+		// disconnect: said at once, then again every unreachableEvery
+		// while it lasts, with the dial's own error (connection refused,
+		// no such host).
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { unreachable.failed(err) }),
+		nats.ConnectHandler(func(*nats.Conn) { unreachable.reached(); log.Info("nats connected", "url", Redact(url)) }),
+		nats.ReconnectHandler(func(*nats.Conn) { unreachable.reached(); log.Info("nats reconnected") }),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("nats %s: %w", Redact(url), err)
+	}
+	if !nc.IsConnected() {
+		// The client's first failure says only "no servers available":
+		// a dial of our own says why (connection refused, no such host).
+		unreachable.failed(dialFirst(url))
 	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(ackTimeout))
 	if err != nil {
@@ -95,12 +110,74 @@ func Connect(ctx context.Context, url, stream, prefix string, log *slog.Logger, 
 	for _, o := range opts {
 		o(b)
 	}
+	if !nc.IsConnected() {
+		// Down at start: the relay retries publishing, and the consumer
+		// its set-up, and either creates the stream once NATS answers.
+		return b, nil
+	}
 	if err := b.ensureStream(ctx); err != nil {
-		// The broker may be down at start: the relay retries publishing, and
-		// creates the stream once it answers.
 		log.Warn("jetstream stream not ready yet", "stream", stream, "err", err)
 	}
 	return b, nil
+}
+
+// dialFirst dials the first server of a NATS URL list and returns why it
+// cannot be reached (nil if it can, by now).
+func dialFirst(urls string) error {
+	first, _, _ := strings.Cut(urls, ",")
+	u, err := neturl.Parse(strings.TrimSpace(first))
+	if err != nil {
+		return err
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "4222")
+	}
+	c, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// unreachableEvery is how often a broker that stays unreachable is named
+// again in the log.
+const unreachableEvery = 10 * time.Second
+
+// unreachableLog says that NATS cannot be reached, and why, when a try
+// fails: the first failure at once, then once every every while they last.
+type unreachableLog struct {
+	log   *slog.Logger
+	url   string
+	every time.Duration
+
+	mu    sync.Mutex
+	since time.Time // the first failure of this outage; zero while reached
+	last  time.Time // when it was last said
+	tries int
+}
+
+func (u *unreachableLog) failed(err error) {
+	if err == nil || errors.Is(err, nats.ErrNoServers) {
+		return // no reason in it: the next try's dial error says why
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := time.Now()
+	u.tries++
+	if u.since.IsZero() {
+		u.since = now
+	} else if now.Sub(u.last) < u.every {
+		return
+	}
+	u.last = now
+	u.log.Warn("nats cannot be reached: retrying every second until it answers", "url", u.url, "err", err, "tries", u.tries, "for", now.Sub(u.since).Round(time.Second).String())
+}
+
+func (u *unreachableLog) reached() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.since, u.tries = time.Time{}, 0
 }
 
 func (b *JetStream) ensureStream(ctx context.Context) error {
@@ -265,7 +342,10 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 	}
 	var cons jetstream.Consumer
 	for {
-		if err := b.ensureStream(ctx); err == nil {
+		if !b.nc.IsConnected() {
+			// Nothing to set up towards: the connection's handlers say
+			// that NATS cannot be reached, and why.
+		} else if err := b.ensureStream(ctx); err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error
 			cons, err = b.js.CreateOrUpdateConsumer(cctx, b.stream, jetstream.ConsumerConfig{
@@ -298,6 +378,7 @@ func (b *JetStream) Consume(ctx context.Context, durable string, types []model.E
 	if err != nil {
 		return err
 	}
+	b.log.Info("consumer running", "durable", durable)
 	<-ctx.Done()
 	if b.nc.IsConnected() {
 		cc.Drain() // finish what is buffered; unacked messages are redelivered anyway
