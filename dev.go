@@ -86,7 +86,9 @@ const devUsage = `usage: paynotify dev [-addr ADDR] [-db FILE] [-keep] [-manual-
 
 Runs the service on an embedded SQLite database with demo orders, SKUs,
 members and coupons, the development keys from testdata/dev (public: never
-for real money), a fake Alipay at /fake-alipay, and the admin token
+for real money), a fake Alipay at /fake-alipay and a fake WeChat Pay (on a
+loopback port of its own: notifications at /wechatpay/notify, replayed
+with sign -provider wechatpay), and the admin token
 paynotify-dev-admin (ADMIN_TOKEN overrides it). It prints curl lines to
 paste. Other settings come from the environment, as for serve.
 
@@ -311,11 +313,15 @@ func printDevBanner(w io.Writer, cfg config.Config, base string) error {
 	if err != nil {
 		return err
 	}
+	token2, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 2, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
 	login := "operator " + devOperator + ", password " + devOperatorPassword
 	if _, ok := cfg.Operators[devOperator]; !ok {
 		login = "an operator from CONSOLE_OPERATORS"
 	}
-	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login)
+	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login, token2)
 	return nil
 }
 
@@ -337,6 +343,8 @@ paynotify dev is up at %[1]s
     TOKEN=%[3]s
     curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: demo-1" \
       -d '{"items":[{"sku_id":1,"quantity":2}],"coupon_id":1,"use_integration":1000}' %[1]s/api/v1/orders
+  Demo member 2 (bob: no points, coupon 2 worth 5.00; DEMO-1003 and DEMO-1004 are his):
+    TOKEN2=%[5]s
 
   Pay it through the fake Alipay (open pay_url, press Pay):
     curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: pay-1" -d '{"method":"page"}' %[1]s/api/v1/orders/<order_sn>/pay

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,5 +108,37 @@ func TestDevAddrWithoutPort(t *testing.T) {
 		stdin: strings.NewReader(""), stdout: &out, stderr: &out})
 	if err == nil || strings.Contains(err.Error(), "another paynotify dev") || !strings.Contains(err.Error(), "want host:port") {
 		t.Fatalf("dev -addr 8080: %v", err)
+	}
+}
+
+// dev prints a member token for each demo member, each the member's own:
+// bob's token sees bob's order and not alice's.
+func TestDevPrintsBothMembersTokens(t *testing.T) {
+	base, logs := start(t, []string{"dev", "-db", filepath.Join(t.TempDir(), "dev.db")}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
+	token := func(name string) string {
+		_, rest, ok := strings.Cut(logs.String(), name+"=")
+		if !ok {
+			t.Fatalf("dev prints no %s:\n%s", name, logs)
+		}
+		tok, _, _ := strings.Cut(rest, "\n")
+		return strings.TrimSpace(tok)
+	}
+	for _, c := range []struct {
+		token, sn string
+		want      int
+	}{
+		{"TOKEN", "DEMO-1001", 200}, {"TOKEN", "DEMO-1004", 404},
+		{"TOKEN2", "DEMO-1004", 200}, {"TOKEN2", "DEMO-1001", 404},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/orders/"+c.sn, nil)
+		req.Header.Set("Authorization", "Bearer "+token(c.token))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s on %s: %d, want %d", c.token, c.sn, resp.StatusCode, c.want)
+		}
 	}
 }

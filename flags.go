@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 )
 
 // usageError is a command line paynotify could not use; its usage has
@@ -46,6 +48,9 @@ func parseFlags(fs *flag.FlagSet, env environment, maxArgs int) error {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(maxArgs))
 	}
 	if err != nil {
+		err = sayWhatFlagWants(fs, err)
+	}
+	if err != nil {
 		return refuseUsage(fs, env, err)
 	}
 	fs.SetOutput(env.stderr)
@@ -66,7 +71,8 @@ func refuseUsage(fs *flag.FlagSet, env environment, err error) error {
 const (
 	serveUsage = `usage: paynotify serve
 
-Runs the service: Alipay's notify endpoint, the order and pay API, /admin,
+Runs the service: Alipay's notify endpoint (and WeChat Pay's, when
+WECHATPAY_* is set), the order and pay API, /admin,
 /healthz, /readyz, /metrics and the background jobs, until SIGTERM.
 Configuration comes from the environment only (HTTP_ADDR, DB_DRIVER, DB_DSN,
 ALIPAY_APP_ID, ...: see docs/configuration.md). It refuses to
@@ -84,3 +90,31 @@ NATS_URL), booking each event once into the database DB_DRIVER and DB_DSN
 name, until SIGTERM.
 `
 )
+
+// sayWhatFlagWants adds to flag's "invalid value "abc" for flag -timeout:
+// parse error" what the flag takes.
+func sayWhatFlagWants(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, " for flag -")
+	if !ok {
+		return err
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return err
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return fmt.Errorf("%w: want a duration with its unit, such as 5s, 500ms or 2m", err)
+	case int, int64, uint, uint64:
+		return fmt.Errorf("%w: want a whole number", err)
+	case bool:
+		return fmt.Errorf("%w: want true or false", err)
+	}
+	return err
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -69,5 +70,16 @@ func TestLocalURL(t *testing.T) {
 		if got, err := localURL(addr); err != nil || got != want {
 			t.Errorf("localURL(%q) = %q, %v; want %q", addr, got, err, want)
 		}
+	}
+}
+
+// A flag value that does not parse says what the flag wants, not only
+// "parse error".
+func TestFlagParseErrorSaysWhatItWants(t *testing.T) {
+	var errOut bytes.Buffer
+	err := run(context.Background(), environment{args: []string{"healthcheck", "-timeout", "abc"}, stdin: strings.NewReader(""),
+		stdout: io.Discard, stderr: &errOut})
+	if exitCode(err, io.Discard) != 2 || !strings.Contains(errOut.String(), "want a duration with its unit, such as 5s") {
+		t.Fatalf("healthcheck -timeout abc: %v\n%s", err, errOut.String())
 	}
 }

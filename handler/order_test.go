@@ -173,9 +173,11 @@ func TestOrderAPIRefusals(t *testing.T) {
 			body       string
 			wantStatus int
 			wantCode   string
+			// wantSays, if set, is in the answer's message.
+			wantSays string
 		}{
-			{name: "MissingIdempotencyKey", route: place, body: good, wantStatus: 400, wantCode: "invalid_request"},
-			{name: "IdempotencyKeyWithSpace", route: place, key: "two words", body: good, wantStatus: 400, wantCode: "invalid_request"},
+			{name: "MissingIdempotencyKey", route: place, body: good, wantStatus: 400, wantCode: "invalid_request", wantSays: "the Idempotency-Key header is required"},
+			{name: "IdempotencyKeyWithSpace", route: place, key: "two words", body: good, wantStatus: 400, wantCode: "invalid_request", wantSays: "must be 1 to 64 visible ASCII"},
 			{name: "IdempotencyKeyTooLong", route: place, key: strings.Repeat("k", 65), body: good, wantStatus: 400, wantCode: "invalid_request"},
 			{name: "IdempotencyKeyNotASCII", route: place, key: "订单", body: good, wantStatus: 400, wantCode: "invalid_request"},
 			{name: "MalformedBody", route: place, key: "k-1", body: `{"items": [`, wantStatus: 400, wantCode: "invalid_request"},
@@ -227,6 +229,9 @@ func TestOrderAPIRefusals(t *testing.T) {
 				w := s.call(method, path, auth, tc.key, tc.body)
 				if w.Code != tc.wantStatus || errorCode(t, w) != tc.wantCode {
 					t.Fatalf("%s: %d %s, want %d %s", tc.route, w.Code, w.Body, tc.wantStatus, tc.wantCode)
+				}
+				if !strings.Contains(w.Body.String(), tc.wantSays) {
+					t.Errorf("%s: %s, want it to say %q", tc.route, w.Body, tc.wantSays)
 				}
 				if after := snapshot(t, store); after != before {
 					t.Fatalf("refused request changed rows:\nbefore:\n%s\nafter:\n%s", before, after)

@@ -23,8 +23,8 @@ func (p *Pay) Start(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if !model.ValidIdempotencyKey(c.GetHeader("Idempotency-Key")) {
-		apiError(c, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest))
+	if err := model.CheckIdempotencyKey(c.GetHeader("Idempotency-Key")); err != nil {
+		apiError(c, err)
 		return
 	}
 	var req struct {

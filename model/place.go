@@ -52,6 +52,18 @@ var idempotencyKeyPattern = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
 // ValidIdempotencyKey reports whether k is 1–64 visible ASCII characters.
 func ValidIdempotencyKey(k string) bool { return idempotencyKeyPattern.MatchString(k) }
 
+// CheckIdempotencyKey refuses, as ErrInvalidRequest, a request's missing
+// or malformed Idempotency-Key header, saying which.
+func CheckIdempotencyKey(k string) error {
+	switch {
+	case k == "":
+		return fmt.Errorf("%w: the Idempotency-Key header is required: a key of your own for this request (1 to 64 visible ASCII characters), sent again unchanged on a retry", ErrInvalidRequest)
+	case !ValidIdempotencyKey(k):
+		return fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", ErrInvalidRequest)
+	}
+	return nil
+}
+
 // ItemRequest is one line of a "place order" request.
 type ItemRequest struct {
 	SKUID    int64 `json:"sku_id"`

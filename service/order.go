@@ -47,8 +47,8 @@ type Placed struct {
 // nothing behind and a retry starts clean. A retry of a request that
 // succeeded gets the saved answer and does nothing else.
 func (o *Orders) Place(ctx context.Context, memberID int64, key string, req model.PlaceOrder) (Placed, error) {
-	if !model.ValidIdempotencyKey(key) {
-		return Placed{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
+	if err := model.CheckIdempotencyKey(key); err != nil {
+		return Placed{}, err
 	}
 	req, err := req.Normalize()
 	if err != nil {

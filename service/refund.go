@@ -327,8 +327,8 @@ func (r *Refunds) Request(ctx context.Context, sn, key string, amount decimal.De
 
 // request is Request, recorded in admin_audit when an operator acts.
 func (r *Refunds) request(ctx context.Context, sn, key string, amount decimal.Decimal, reason string, act *model.Act) (model.Refund, error) {
-	if !model.ValidIdempotencyKey(key) {
-		return model.Refund{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
+	if err := model.CheckIdempotencyKey(key); err != nil {
+		return model.Refund{}, err
 	}
 	if !amount.IsPositive() || amount.Exponent() < -2 {
 		return model.Refund{}, fmt.Errorf("%w: amount must be positive with at most 2 decimals", model.ErrInvalidRequest)

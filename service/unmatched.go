@@ -39,8 +39,8 @@ func (r *Refunds) RefundUnmatchedAs(ctx context.Context, act model.Act, provider
 }
 
 func (r *Refunds) refundUnmatched(ctx context.Context, provider model.Provider, tradeNo, key string, act *model.Act) (model.Payment, error) {
-	if !model.ValidIdempotencyKey(key) {
-		return model.Payment{}, fmt.Errorf("%w: Idempotency-Key must be 1 to 64 visible ASCII characters", model.ErrInvalidRequest)
+	if err := model.CheckIdempotencyKey(key); err != nil {
+		return model.Payment{}, err
 	}
 	if !model.ValidID(tradeNo) {
 		return model.Payment{}, fmt.Errorf("%w: %q", model.ErrPaymentNotFound, tradeNo)
