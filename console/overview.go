@@ -44,8 +44,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 type chart struct {
 	Width, Height int
 	Max           int
-	Bars          []chartBar
-	Ticks         []chartTick
+	// Any says whether any bar has a payment: an empty chart has no peak.
+	Any   bool
+	Bars  []chartBar
+	Ticks []chartTick
 }
 
 type chartBar struct {
@@ -71,6 +73,7 @@ func newChart(bars []service.ChartBar, loc *time.Location) chart {
 	ch := chart{Width: len(bars) * chartBarW, Height: chartHeight, Max: 1}
 	for _, b := range bars {
 		ch.Max = max(ch.Max, b.Total())
+		ch.Any = ch.Any || b.Total() > 0
 	}
 	for i, b := range bars {
 		x := i * chartBarW

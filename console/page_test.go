@@ -242,7 +242,7 @@ func TestTimeline(t *testing.T) {
 		flat := squash(page.body)
 		last := -1
 		for _, w := range []string{
-			"<strong>Refund requested (after_sale)</strong>",
+			"<strong>Refund requested: after-sale",
 			"<strong>Refund outcome unknown: asked again later</strong>",
 			"ACQ.SYSTEM_ERROR",
 			"<strong>Refund failed</strong>",
@@ -393,6 +393,28 @@ func TestWechatpayPaymentPages(t *testing.T) {
 		mustContain(t, r.body, "WeChat Pay")
 		if found := c.mustGet(t, "/console/search?q=4200000009", http.StatusSeeOther); found.location != "/console/payments/wechatpay/4200000009" {
 			t.Fatalf("search leads to %q", found.location)
+		}
+	})
+}
+
+// The console says what the enums mean: why a payment is owed back in
+// words (the enum in its title), and no peak on a chart with no payment.
+func TestPagesSayWords(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		c := e.signedIn(t, "alice")
+		mustContain(t, c.mustGet(t, "/console/", http.StatusOK).body, "No payment in these two hours.")
+		mustOrder(t, store, "WD-1", 1, "30.00")
+		e.pay(t, "WD-1", "T-WD-1", "30.00")
+		e.pay(t, "WD-1", "T-WD-2", "30.00") // paid twice: owed back
+		e.pay(t, "GONE-9", "T-WD-3", "1.00")
+		mustOrder(t, store, "WD-2", 1, "30.00")
+		e.pay(t, "WD-2", "T-WD-4", "0.01") // too little
+		queue := c.mustGet(t, "/console/queues/payments?state=REFUND_PENDING", http.StatusOK)
+		mustContain(t, queue.body, `<span title="ALREADY_PAID">order already paid</span>`, `<span title="AMOUNT_MISMATCH">amount differs from the order&#39;s</span>`)
+		mustContain(t, c.mustGet(t, "/console/orders/WD-1", http.StatusOK).body, "why: order already paid")
+		if ov := c.mustGet(t, "/console/", http.StatusOK).body; strings.Contains(ov, "No payment in these two hours.") || !strings.Contains(ov, "Peak ") {
+			t.Errorf("the chart of three payments:\n%s", squash(ov))
 		}
 	})
 }

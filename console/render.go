@@ -80,6 +80,10 @@ var labels = map[string]string{
 	"UNMATCHED":        "unmatched (no order)",
 	"unmatched":        "unmatched (no order)",
 	"AWAITING_PAYMENT": "awaiting payment",
+	// Why a payment is owed back.
+	"ALREADY_PAID":    "order already paid",
+	"AMOUNT_MISMATCH": "amount differs from the order's",
+	"ORDER_CLOSED":    "order closed",
 }
 
 // label is how a page says v (a state, a decision, an outcome): its words

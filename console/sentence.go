@@ -67,7 +67,7 @@ func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment 
 	}
 	var s []moment
 	for _, f := range refunds {
-		asked := moment{At: f.CreateTime, Kind: "refund", Title: fmt.Sprintf("Refund requested (%s)", strings.ToLower(string(f.Kind))),
+		asked := moment{At: f.CreateTime, Kind: "refund", Title: "Refund requested: " + refundKindWords(f.Kind),
 			Detail: say(money(f.Amount)+" of trade ", tradeRef(f.Provider, f.TradeNo), ", out_request_no ", searchRef(f.OutRequestNo)),
 			State:  string(model.RefundRefunding)}
 		cs := of[f.OutRequestNo]
@@ -80,6 +80,11 @@ func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment 
 		for _, c := range cs {
 			if c.From == "" && c.To == model.RefundRefunding {
 				asked.At = c.CreateTime
+				if c.By != "" {
+					asked.Title += ", by " + c.By
+				} else if f.Kind == model.RefundAuto {
+					asked.Title += ", by the refund worker"
+				}
 				s = append(s, asked)
 				continue
 			}
@@ -87,6 +92,19 @@ func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment 
 		}
 	}
 	return s
+}
+
+// refundKindWords says what kind of refund f is.
+func refundKindWords(k model.RefundKind) string {
+	switch k {
+	case model.RefundAuto:
+		return "money owed back, in full"
+	case model.RefundAfterSale:
+		return "after-sale"
+	case model.RefundConsole:
+		return "made in the provider's own console"
+	}
+	return strings.ToLower(string(k))
 }
 
 // refundChange says what one recorded change of refund f was.

@@ -133,7 +133,7 @@ func story(t service.Timeline, loc *time.Location) []moment {
 	for _, p := range t.Payments {
 		detail := say(p.Provider.Name()+" trade_no ", tradeRef(p.Provider, p.TradeNo), ", "+money(p.Amount))
 		if p.Reason != model.RefundNone {
-			detail = append(detail, say(", reason "+string(p.Reason))...)
+			detail = append(detail, say(", why: "+label(p.Reason))...)
 		}
 		if p.PaidAt != nil {
 			// No-break spaces: a date never wraps inside itself.
