@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -178,7 +179,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(profileDir(t)),
-		chromedp.WindowSize(1360, 1000),
+		chromedp.WindowSize(1280, 1000), // a laptop: every page fits
 	)
 	defer cancel()
 	bctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
@@ -227,7 +228,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Text(`main`, &text),
 	)
 	for _, want := range []string{"2026120122001400000000001", "2026120122001400000000002", "Payment recorded, decided: applied",
-		"Payment recorded, decided: owed back now owed back", "ALREADY_PAID"} {
+		"Payment recorded, decided: owed back now owed back", "why: order already paid"} {
 		if !strings.Contains(squashSpace(text), want) {
 			t.Errorf("timeline lacks %q:\n%s", want, text)
 		}
@@ -281,7 +282,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`ol.timeline`),
 		chromedp.Text(`main`, &text),
 	)
-	for _, want := range []string{"payment.refund by alice", "buyer paid twice", "Event payment.refunded"} {
+	for _, want := range []string{"payment.refund by alice", "buyer paid twice", "Event payment.refunded",
+		"Refund requested: money owed back, in full, by alice", "owed back (order already paid) → refunding"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("timeline after the refund lacks %q:\n%s", want, text)
 		}
@@ -314,6 +316,25 @@ func TestBrowser(t *testing.T) {
 	)
 	if !strings.Contains(text, "1 refund(s) confirmed by") {
 		t.Errorf("the refunds page opens on an empty tab:\n%s", text)
+	}
+	// At 1280 px the refunds table is whole (no column cut off or
+	// scrolled away) and the header is one line, "Sign out" on it.
+	var fits struct {
+		Table, Main  float64
+		SignOut, Top float64
+	}
+	run("refunds layout", chromedp.Evaluate(`(() => {
+		const t = document.querySelector('table.refunds'), m = document.querySelector('main');
+		return {Table: t.getBoundingClientRect().right, Main: m.getBoundingClientRect().right,
+			SignOut: document.querySelector('form.logout button').getBoundingClientRect().top,
+			Top: Math.max(...Array.from(document.querySelectorAll('header.top button, header.top .brand'),
+				e => e.getBoundingClientRect().top + (e.getBoundingClientRect().height > 40 ? 100 : 0)))};
+	})()`, &fits))
+	if fits.Table > fits.Main+1 {
+		t.Errorf("the refunds table ends at %.0f px, past the page's %.0f", fits.Table, fits.Main)
+	}
+	if math.Abs(fits.SignOut-fits.Top) > 20 { // a button two lines high counts as a wrap
+		t.Errorf("the header wraps: Sign out at %.0f px, the brand at %.0f", fits.SignOut, fits.Top)
 	}
 	run("audit",
 		chromedp.Click(`header nav a[href="/console/audit"]`),

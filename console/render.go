@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 	_ "time/tzdata" // the operator's zone, even on an image without zoneinfo
@@ -58,6 +59,7 @@ var funcs = template.FuncMap{
 	"orderLink":    orderLink,
 	"payLink":      payLink,
 	"runLink":      runLink,
+	"words":        words,
 	"targetRun":    targetRun,
 	"providerName": model.Provider.Name,
 	"status":       func(s model.OrderStatus) string { return s.String() },
@@ -84,6 +86,10 @@ var labels = map[string]string{
 	"ALREADY_PAID":    "order already paid",
 	"AMOUNT_MISMATCH": "amount differs from the order's",
 	"ORDER_CLOSED":    "order closed",
+	// Refund kinds.
+	"AUTO":       "owed back",
+	"AFTER_SALE": "after-sale",
+	"CONSOLE":    "provider's console",
 }
 
 // label is how a page says v (a state, a decision, an outcome): its words
@@ -181,7 +187,21 @@ func (p page) After(a model.Audit) template.HTML {
 			return template.HTML(signedInUntil) + p.Time(t)
 		}
 	}
-	return template.HTML(template.HTMLEscapeString(a.After))
+	return template.HTML(template.HTMLEscapeString(words(a.After)))
+}
+
+// enumToken is a state or reason as stored (REFUND_PENDING, ALREADY_PAID).
+var enumToken = regexp.MustCompile(`\b[A-Z][A-Z_]{2,}\b`)
+
+// words says the enums in an audit row's before or after in words:
+// "REFUND_PENDING ALREADY_PAID" is "owed back (order already paid)".
+func words(s string) string {
+	out := enumToken.ReplaceAllStringFunc(s, func(t string) string { return label(t) })
+	// A state followed by its reason reads as the state (the reason).
+	for _, r := range []model.RefundReason{model.RefundAlreadyPaid, model.RefundAmountMismatch, model.RefundOrderClosed} {
+		out = strings.ReplaceAll(out, " "+label(r), " ("+label(r)+")")
+	}
+	return out
 }
 
 // TimeP shows an optional time.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -60,7 +61,15 @@ func say(parts ...any) []piece {
 // refundStory tells each refund's story: its request, then every recorded
 // state change in order. A refund recorded before changes were kept
 // (none recorded) shows its request and how it ended, from its row.
-func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment {
+func refundStory(refunds []model.Refund, changes []model.RefundChange, audit []model.Audit) []moment {
+	// Who asked for each refund, where an operator did: the audit row of
+	// the action that made it names its payment or its out_request_no.
+	askedBy := map[string]string{}
+	for _, a := range audit {
+		if a.Action == model.AuditPaymentRefund || a.Action == model.AuditOrderRefund {
+			askedBy[a.TargetID] = a.Operator
+		}
+	}
 	of := map[string][]model.RefundChange{}
 	for _, c := range changes {
 		of[c.OutRequestNo] = append(of[c.OutRequestNo], c)
@@ -80,9 +89,10 @@ func refundStory(refunds []model.Refund, changes []model.RefundChange) []moment 
 		for _, c := range cs {
 			if c.From == "" && c.To == model.RefundRefunding {
 				asked.At = c.CreateTime
-				if c.By != "" {
-					asked.Title += ", by " + c.By
-				} else if f.Kind == model.RefundAuto {
+				switch by := cmp.Or(c.By, askedBy[f.OutRequestNo], askedBy[f.TradeNo]); {
+				case by != "":
+					asked.Title += ", by " + by
+				case f.Kind == model.RefundAuto:
 					asked.Title += ", by the refund worker"
 				}
 				s = append(s, asked)

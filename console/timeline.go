@@ -144,7 +144,7 @@ func story(t service.Timeline, loc *time.Location) []moment {
 		s = append(s, moment{At: p.CreateTime, Kind: "payment", Title: "Payment recorded, decided: " + label(model.OutcomeOf(p.State, p.Reason)),
 			Detail: detail, State: string(p.State), Now: true})
 	}
-	s = append(s, refundStory(t.Refunds, t.RefundChanges)...)
+	s = append(s, refundStory(t.Refunds, t.RefundChanges, t.Audit)...)
 	for _, e := range t.Events {
 		state := string(e.State)
 		detail := eventDetail(e.Event)
@@ -166,7 +166,7 @@ func story(t service.Timeline, loc *time.Location) []moment {
 			Detail: say(detail), State: state})
 	}
 	for _, a := range t.Audit {
-		detail := a.Before + " → " + a.After
+		detail := words(a.Before) + " → " + words(a.After)
 		if a.Note != "" {
 			detail += ": " + a.Note
 		}
