@@ -53,10 +53,13 @@ func (s *Server) api(call string, h handler) http.HandlerFunc {
 			return
 		}
 		status, out := h(r, body)
+		if f.kind == faultForgeFail {
+			status, out = fail(f.status, f.code, "fault injected by fakewechatpay")
+		}
 		if f.kind == faultTimeout {
 			s.wait(r.Context(), f.delay)
 		}
-		s.reply(w, f.kind == faultForge)(status, out)
+		s.reply(w, f.kind == faultForge || f.kind == faultForgeFail)(status, out)
 	}
 }
 

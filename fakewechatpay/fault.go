@@ -14,6 +14,7 @@ const (
 	faultTimeout           // do the action, answer late
 	faultDrop              // do nothing, answer an unsigned HTTP 502 page
 	faultForge             // do the action, answer with a bad signature
+	faultForgeFail         // do the action, answer a failure with a bad signature
 )
 
 // fault is one queued misbehaviour, for the next left calls of a method.
@@ -51,6 +52,14 @@ func (s *Server) DropNext(call string, times int) {
 // signature that does not verify: an answer the merchant must not trust.
 func (s *Server) ForgeNext(call string, times int) {
 	s.queue(call, fault{kind: faultForge, left: times})
+}
+
+// ForgeFailNext makes the next times calls do their action but answer
+// HTTP status with code (such as 403 "NOT_ENOUGH") under a signature that
+// does not verify: a failure anyone on the path could have written, so the
+// outcome is unknown to the merchant.
+func (s *Server) ForgeFailNext(call string, status int, code string, times int) {
+	s.queue(call, fault{kind: faultForgeFail, status: status, code: code, left: times})
 }
 
 // Calls counts the calls received so far, faulty ones included.

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -181,6 +182,12 @@ var (
 	ErrTradeStatus = errors.New("trade state does not allow this at the payment provider")
 	// ErrGatewayRefused: the provider answered a signed business failure.
 	ErrGatewayRefused = errors.New("the payment provider refused the request")
+	// ErrRefundStuck: the provider (signed) says a refund ended without
+	// the money going back and will not move by being asked again
+	// (WeChat Pay's ABNORMAL: the buyer's account cannot take it; CLOSED).
+	// The refund waits for an operator (REFUND_FAILED, in the console's
+	// queue) and is never sent again by the worker. It is a refusal.
+	ErrRefundStuck = fmt.Errorf("%w: the refund ended without the money going back; an operator settles it", ErrGatewayRefused)
 	// ErrGatewayUnknown: no trustworthy answer (timeout, network, unsigned
 	// error): the outcome is unknown and must be found out by query.
 	ErrGatewayUnknown = errors.New("the payment provider's answer is unknown")

@@ -6,6 +6,10 @@ import "time"
 // "the next morning".
 func (r *BillReconciler) SetClock(now func() time.Time) { r.now = now }
 
+// SetRefundsClock makes r read time from now: tests move past a refund's
+// back-off without waiting.
+func SetRefundsClock(r *Refunds, now func() time.Time) { r.now = now }
+
 // SetRetentionClock makes r read time from now.
 func SetRetentionClock(r *Retention, now func() time.Time) { r.now = now }
 

@@ -222,11 +222,19 @@ func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
 		return false, r.unknown(ctx, f, err)
 	}
 	if f.Attempts > 1 {
-		// The last ask may have refunded without our hearing: find out first.
+		// The last ask may have refunded without our hearing: find out
+		// by out_request_no before anything is sent again.
 		refunded, err := gw.RefundDone(ctx, f.TradeNo, f.OutRequestNo, f.Amount)
 		switch {
 		case err == nil && refunded:
 			return true, r.finish(ctx, f, model.RefundRefunded, "")
+		case errors.Is(err, model.ErrRefundStuck):
+			// Ended at the provider without the money going back
+			// (WeChat Pay's ABNORMAL): never sent again; an operator
+			// settles it.
+			r.log.Error("refund ended at its provider without the money going back; an operator settles it", "provider", f.Provider,
+				"out_request_no", f.OutRequestNo, "err", err)
+			return false, r.finish(ctx, f, model.RefundFailed, err.Error())
 		case err != nil:
 			return false, r.unknown(ctx, f, err)
 		}

@@ -151,16 +151,16 @@ func refundOutcome(r Refund) error {
 	case RefundProcessing:
 		return fmt.Errorf("%w: wechatpay refund %s is PROCESSING", model.ErrGatewayUnknown, r.OutRefundNo)
 	case RefundAbnormal:
-		return fmt.Errorf("%w: wechatpay refund %s is ABNORMAL: the buyer's account cannot take it back; settle it in WeChat Pay's merchant platform", model.ErrGatewayRefused, r.OutRefundNo)
+		return fmt.Errorf("%w: wechatpay refund %s is ABNORMAL: the buyer's account cannot take it back; settle it in WeChat Pay's merchant platform", model.ErrRefundStuck, r.OutRefundNo)
 	}
-	return fmt.Errorf("%w: wechatpay refund %s is %s", model.ErrGatewayRefused, r.OutRefundNo, r.Status)
+	return fmt.Errorf("%w: wechatpay refund %s is %s", model.ErrRefundStuck, r.OutRefundNo, r.Status)
 }
 
 // RefundDone says whether the refund outRequestNo went through: true when
-// SUCCESS; false with no error when WeChat Pay has no such refund, or it
-// ended ABNORMAL or CLOSED (asking again with the same out_refund_no
-// makes nothing new and answers the refusal); PROCESSING is still
-// unknown.
+// SUCCESS; false with no error when WeChat Pay has no such refund (it may
+// be asked); ABNORMAL or CLOSED is model.ErrRefundStuck — asking again
+// with the same out_refund_no would only answer the same refund, so it
+// waits for an operator; PROCESSING is still unknown.
 func (p *Provider) RefundDone(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal) (bool, error) {
 	r, err := p.QueryRefund(ctx, outRequestNo)
 	switch {
@@ -168,10 +168,10 @@ func (p *Provider) RefundDone(ctx context.Context, tradeNo, outRequestNo string,
 		return false, nil
 	case err != nil:
 		return false, tag(err)
-	case r.Status == RefundProcessing:
+	case r.Status != RefundSuccess:
 		return false, tag(refundOutcome(r))
 	}
-	return r.Status == RefundSuccess, nil
+	return true, nil
 }
 
 // transactionTotal asks WeChat Pay for a transaction's amount in fen

@@ -68,11 +68,12 @@ func TestProvider(t *testing.T) {
 		}
 		e.fake.SettleNextRefunds(wechatpay.RefundAbnormal, 1)
 		p.Refund(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00"), "")
-		if done, err := p.RefundDone(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00")); err != nil || done {
-			t.Fatalf("abnormal: done %v %v, want false and no error (ask again, be refused)", done, err)
+		// ABNORMAL is no refund to send again: it waits for an operator.
+		if done, err := p.RefundDone(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00")); !errors.Is(err, model.ErrRefundStuck) || done {
+			t.Fatalf("abnormal: done %v %v, want model.ErrRefundStuck (an operator settles it)", done, err)
 		}
-		if err := p.Refund(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00"), ""); !errors.Is(err, model.ErrGatewayRefused) {
-			t.Fatalf("abnormal asked again: %v, want refused for an operator", err)
+		if err := p.Refund(ctx, tr.TradeNo, "RF-9002-2", decimal.RequireFromString("1.00"), ""); !errors.Is(err, model.ErrRefundStuck) {
+			t.Fatalf("abnormal asked again: %v, want stuck for an operator", err)
 		}
 		if got, _ := e.fake.Trade("DEMO-9002"); got.Refunded != 1100 {
 			t.Fatalf("refunded %d fen, want 1100", got.Refunded)
