@@ -9,12 +9,12 @@ import (
 type faultKind int
 
 const (
-	faultNone    faultKind = iota
-	faultFail              // answer a signed failure, do nothing
-	faultTimeout           // do the action, answer late
-	faultDrop              // do nothing, answer an unsigned HTTP 502 page
-	faultForge             // do the action, answer with a bad signature
-	faultForgeFail         // do the action, answer a failure with a bad signature
+	faultNone      faultKind = iota
+	faultFail                // answer a signed failure, do nothing
+	faultTimeout             // do the action, answer late
+	faultDrop                // do nothing, answer an unsigned HTTP 502 page
+	faultForge               // do the action, answer with a bad signature
+	faultForgeFail           // do the action, answer a failure with a bad signature
 )
 
 // fault is one queued misbehaviour, for the next left calls of a method.
