@@ -74,10 +74,10 @@ func TestGaleraRetentionOnTwoNodes(t *testing.T) {
 				state, sent, sentTime = model.OutboxPending, now.Add(-30*24*time.Hour), nil
 			}
 			id := fmt.Sprintf("0190b000-0000-7000-8000-%04x%08x", r, i)
-			outbox = append(outbox, "(?,?,?,?,?,?,?,?)")
+			outbox = append(outbox, "(?,?,?,?,?,?,?,?,0)")
 			args = append(args, id, 1, "order.paid", `{"id":"`+id+`","type":"order.paid","aggregate_id":1,"data":{}}`, string(state), sent.UTC(), sent.UTC(), sentTime)
 		}
-		insertRows(t, seed, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time) VALUES ", outbox, args, 8)
+		insertRows(t, seed, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time, webhook_pending) VALUES ", outbox, args, 8)
 		var sessions []string
 		args = nil
 		for i := range sessionsDue + 1 {

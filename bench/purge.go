@@ -46,8 +46,8 @@ func fillPurgeable(ctx context.Context, db *sql.DB, n int, log io.Writer) error 
 	for from := 1; from <= n; from += fillChunk {
 		to := min(from+fillChunk-1, n)
 		seq := fmt.Sprintf("seq_%d_to_%d", from, to)
-		if _, err := db.ExecContext(ctx, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time) "+
-			"SELECT CONCAT('0190b000-0000-7000-8000-', LPAD(seq, 12, '0')), seq, 'order.paid', '{}', 'SENT', ?, ?, ? FROM "+seq,
+		if _, err := db.ExecContext(ctx, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time, webhook_pending) "+
+			"SELECT CONCAT('0190b000-0000-7000-8000-', LPAD(seq, 12, '0')), seq, 'order.paid', '{}', 'SENT', ?, ?, ?, 0 FROM "+seq,
 			sent, sent, sent); err != nil {
 			return fmt.Errorf("fill outbox: %w", err)
 		}

@@ -75,6 +75,15 @@ func (s *Store) AuditByTarget(ctx context.Context, kind, id string) ([]model.Aud
 	return audits(recs), nil
 }
 
+// AuditByKey reads the action recorded under a one-time key.
+func (s *Store) AuditByKey(ctx context.Context, key string) (model.Audit, error) {
+	var rec auditRecord
+	if err := s.db.WithContext(ctx).Where("action_key = ?", key).Take(&rec).Error; err != nil {
+		return model.Audit{}, mapErr(err)
+	}
+	return rec.audit(), nil
+}
+
 // AuditPage lists up to limit actions, newest first, with an id below
 // before (0: from the newest), by one operator if operator is set, with
 // sign-ins and sign-outs only if sessions.

@@ -25,16 +25,17 @@ import (
 
 // PurgeSentOutbox deletes up to limit outbox rows SENT before cutoff,
 // oldest first (idx_outbox_state_sent_time), and says how many it deleted.
-// A row not SENT is never deleted, however old.
+// A row not SENT, or not yet fanned out to the webhook endpoints
+// (webhook_pending), is never deleted, however old.
 func (s *Store) PurgeSentOutbox(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var ids []int64
-	err := s.db.WithContext(ctx).Table(outboxTable).Where("state = ? AND sent_time < ?", model.OutboxSent, cutoff.UTC()).
+	err := s.db.WithContext(ctx).Table(outboxTable).Where("state = ? AND sent_time < ? AND webhook_pending = 0", model.OutboxSent, cutoff.UTC()).
 		Order("state, sent_time").Limit(limit).Pluck("id", &ids).Error
 	if err != nil || len(ids) == 0 {
 		return 0, mapErr(err)
 	}
 	return s.statement(ctx, func(db *gorm.DB) *gorm.DB {
-		return db.Table(outboxTable).Where("id IN ? AND state = ? AND sent_time < ?", ids, model.OutboxSent, cutoff.UTC()).Delete(nil)
+		return db.Table(outboxTable).Where("id IN ? AND state = ? AND sent_time < ? AND webhook_pending = 0", ids, model.OutboxSent, cutoff.UTC()).Delete(nil)
 	})
 }
 

@@ -46,12 +46,12 @@ func TestRetentionUsesIndexes(t *testing.T) {
 		}
 		// Enough rows, and a batch a small enough part of them, that a
 		// planner would rather scan than use a bad index.
-		insert("outbox", "event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time", 2000, func(i int) []any {
+		insert("outbox", "event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time, webhook_pending", 2000, func(i int) []any {
 			state, sent := model.OutboxSent, any(old)
 			if i%4 == 0 {
 				state, sent = model.OutboxPending, nil
 			}
-			return []any{fmt.Sprintf("0190a000-0000-7000-8000-%012d", i), i, "order.paid", "{}", string(state), old, old, sent}
+			return []any{fmt.Sprintf("0190a000-0000-7000-8000-%012d", i), i, "order.paid", "{}", string(state), old, old, sent, 0}
 		})
 		// 200 lines a day of 2026-08-01…10 (old), 500 a day of 2026-11-01…16 (recent, kept).
 		insert("recon_seen", "provider, kind, ref, bill_date, trade_no, amount, fee, create_time", 10000, func(i int) []any {

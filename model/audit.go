@@ -20,7 +20,16 @@ const (
 	AuditOutboxRequeue AuditAction = "outbox.requeue"
 	AuditReconResolve  AuditAction = "recon.resolve"
 	AuditReconRun      AuditAction = "recon.run"
+	AuditWebhookCreate AuditAction = "webhook.create"
+	AuditWebhookUpdate AuditAction = "webhook.update"
+	AuditWebhookRotate AuditAction = "webhook.rotate"
+	AuditWebhookDelete AuditAction = "webhook.delete"
+	AuditWebhookResend AuditAction = "webhook.resend"
 )
+
+// OperatorService is the operator admin_audit names for what paynotify
+// did on its own (a webhook endpoint it disabled).
+const OperatorService = "paynotify"
 
 // AuditReconRunAsked is a recon.run row's after: what the operator did. The
 // row is append-only, so it names no state of the run, which moves on.
@@ -44,6 +53,7 @@ const (
 	TargetReconItem = "recon_item"
 	TargetReconRun  = "recon_run"
 	TargetSession   = "session"
+	TargetWebhook   = "webhook_endpoint"
 )
 
 // Act is who does an operator action and under which one-time key (the

@@ -19,10 +19,14 @@ const (
 	PurgeSessions PurgeTable = "console_session"
 	PurgeBackoff  PurgeTable = "job_backoff"
 	PurgeSeen     PurgeTable = "recon_seen"
+	// Webhook attempts, and deliveries finished (DELIVERED or FAILED),
+	// older than WEBHOOK_RETENTION.
+	PurgeWebhookAttempts   PurgeTable = "webhook_attempt"
+	PurgeWebhookDeliveries PurgeTable = "webhook_delivery"
 )
 
 // PurgeTables lists every PurgeTable, for metrics to create their series.
-var PurgeTables = []PurgeTable{PurgeOutbox, PurgeSessions, PurgeBackoff, PurgeSeen}
+var PurgeTables = []PurgeTable{PurgeOutbox, PurgeSessions, PurgeBackoff, PurgeSeen, PurgeWebhookAttempts, PurgeWebhookDeliveries}
 
 // Retention deletes what nothing needs any more, a small batch of each
 // table a round: SENT outbox rows older than Outbox (a consumer that lags
@@ -42,6 +46,9 @@ type Retention struct {
 	// Recon is RECON_RETENTION: a cleanly reconciled date's bill lines
 	// are deleted once the date is older.
 	Recon time.Duration
+	// Webhooks is WEBHOOK_RETENTION: attempts logged longer ago, and
+	// deliveries finished longer ago, are deleted.
+	Webhooks time.Duration
 	// Interval is the pause between rounds that found little to do.
 	Interval time.Duration
 	// Batch is how many rows of each table one round deletes at most.
@@ -69,7 +76,7 @@ type Retention struct {
 // (a first run over a backlog of a million rows takes about half an hour).
 func NewRetention(store *dao.Store) *Retention {
 	return &Retention{store: store, now: time.Now, Outbox: 7 * 24 * time.Hour, Recon: 90 * 24 * time.Hour,
-		Interval: time.Minute, Batch: 500, Pause: time.Second}
+		Webhooks: 30 * 24 * time.Hour, Interval: time.Minute, Batch: 500, Pause: time.Second}
 }
 
 // Job is the retention job as a background job.
@@ -90,6 +97,8 @@ func (r *Retention) RunOnce(ctx context.Context) (int, error) {
 		{PurgeSessions, func() (int, error) { return r.store.PurgeExpiredSessions(ctx, now, r.Batch) }},
 		{PurgeBackoff, func() (int, error) { return r.store.PurgeFinishedBackoff(ctx, r.Batch) }},
 		{PurgeSeen, func() (int, error) { return r.store.PurgeReconciledLines(ctx, before, now, r.Batch) }},
+		{PurgeWebhookAttempts, func() (int, error) { return r.store.PurgeWebhookAttempts(ctx, now.Add(-r.Webhooks), r.Batch) }},
+		{PurgeWebhookDeliveries, func() (int, error) { return r.store.PurgeWebhookDeliveries(ctx, now.Add(-r.Webhooks), r.Batch) }},
 	}
 	total, full := 0, false
 	var errs []error
@@ -150,5 +159,15 @@ func (r *Retention) overdue(ctx context.Context, now time.Time, before string) e
 		end = day.AddDate(0, 0, 1)
 	}
 	r.OnOverdue(PurgeSeen, past(end.Add(r.Recon), ok))
+	attempt, ok, err := r.store.OldestWebhookAttempt(ctx)
+	if err != nil {
+		return err
+	}
+	r.OnOverdue(PurgeWebhookAttempts, past(attempt.Add(r.Webhooks), ok))
+	finished, ok, err := r.store.OldestFinishedDelivery(ctx)
+	if err != nil {
+		return err
+	}
+	r.OnOverdue(PurgeWebhookDeliveries, past(finished.Add(r.Webhooks), ok))
 	return nil
 }

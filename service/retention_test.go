@@ -27,7 +27,8 @@ func execSQL(t *testing.T, store *dao.Store, q string, args ...any) {
 	}
 }
 
-// outboxRow inserts an outbox row in state, sent (if SENT) at sent.
+// outboxRow inserts an outbox row in state, sent (if SENT) at sent, fanned
+// out to the webhook endpoints.
 func outboxRow(t *testing.T, store *dao.Store, name string, state model.OutboxState, sent time.Time) {
 	t.Helper()
 	var sentTime any
@@ -35,7 +36,7 @@ func outboxRow(t *testing.T, store *dao.Store, name string, state model.OutboxSt
 		sentTime = sent.UTC()
 	}
 	id := fmt.Sprintf("0190a000-0000-7000-8000-%012x", fixtureKey(name))
-	execSQL(t, store, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time) VALUES (?,?,?,?,?,?,?,?)",
+	execSQL(t, store, "INSERT INTO outbox (event_id, aggregate_id, event_type, payload, state, next_attempt_at, create_time, sent_time, webhook_pending) VALUES (?,?,?,?,?,?,?,?,0)",
 		id, 1, "order.paid", `{"id":"`+id+`","type":"order.paid","aggregate_id":1,"data":{}}`, string(state), sent.UTC(), sent.UTC(), sentTime)
 }
 
