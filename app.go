@@ -65,6 +65,12 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 	s := newServices(ctx, log, a, m)
 	defer s.close()
+	hk, err := newHooks(log, a.cfg, a.store, m)
+	if err != nil {
+		return err
+	}
+	defer hk.wait()
+	s.webhooks = hk.webhooks
 
 	// HTTP Surface
 	h, err := newRoutes(log, a, s, reg, m)
@@ -73,7 +79,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 
 	// Background Jobs
-	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, s.jobs(log, a)...)
+	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, append(s.jobs(log, a), hk.jobs()...)...)
 	if err != nil {
 		return err
 	}
@@ -95,6 +101,8 @@ type services struct {
 	// checkout is nil when PUBLIC_URL is not set.
 	checkout *service.Checkout
 	locker   *lock.Redis
+	// webhooks serves /admin/webhook-endpoints (newHooks).
+	webhooks *service.Webhooks
 }
 
 // newServices makes the use cases of a and hooks their metrics to m.
@@ -234,6 +242,7 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		Queues:          queues,
 		Lookup:          lookup,
 		Console:         cons,
+		Webhooks:        s.webhooks,
 		DB:              store,
 		Registry:        reg,
 		Metrics:         m,

@@ -32,7 +32,7 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 	closer := service.NewCloser(store, log)
 	closer.PayTimeout, closer.Interval, closer.Batch = cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch
 	retention := service.NewRetention(store)
-	retention.Outbox, retention.Recon = cfg.OutboxRetention, cfg.ReconRetention
+	retention.Outbox, retention.Recon, retention.Webhooks = cfg.OutboxRetention, cfg.ReconRetention, cfg.Webhook.Retention
 	retention.OnPurged, retention.OnOverdue = m.RetentionPurged, m.RetentionOverdue
 	jobs = append([]service.Job{closer.Job(), retention.Job()}, jobs...)
 

@@ -98,6 +98,8 @@ type Config struct {
 
 	// WeChatPay is the WECHATPAY_* settings (config/wechatpay.go).
 	WeChatPay WeChatPay
+	// Webhook is the WEBHOOK_* settings (config/webhook.go).
+	Webhook Webhook
 }
 
 // ShutdownGrace is how long requests in flight may take to finish after
@@ -204,6 +206,7 @@ func (c *Config) check(vars map[string]string, unreadable map[string]bool) []str
 	positive("DB_TIMEOUT", c.DBTimeout > 0)
 	_, _, reconErr := c.ReconTime()
 	check("RECON_AT", reconErr == nil, "HH:MM in Beijing time (such as 09:30), or off", false)
+	problems = append(problems, c.Webhook.problems()...)
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
 	return problems

@@ -67,6 +67,11 @@ var errorTable = []errorRow{
 	{model.ErrItemNotFound, "", slog.LevelInfo, http.StatusNotFound, "item_not_found", 0},
 	{model.ErrRunBusy, "", slog.LevelInfo, http.StatusConflict, "reconciliation_running", 5},
 	{model.ErrRunPurged, "", slog.LevelInfo, http.StatusConflict, "reconciliation_closed", 0},
+	{model.ErrWebhooksOff, "", slog.LevelInfo, http.StatusConflict, "webhooks_off", 0},
+	{model.ErrEndpointNotFound, "", slog.LevelInfo, http.StatusNotFound, "webhook_endpoint_not_found", 0},
+	{model.ErrDeliveryNotFound, "", slog.LevelInfo, http.StatusNotFound, "webhook_delivery_not_found", 0},
+	{model.ErrURLRefused, "", slog.LevelInfo, http.StatusBadRequest, "url_refused", 0},
+	{model.ErrNotActionable, "", slog.LevelInfo, http.StatusConflict, "not_actionable", 0},
 	{model.ErrRetryable, "retry", slog.LevelWarn, http.StatusConflict, "conflict_retry", 1},
 	{model.ErrBusy, "busy", slog.LevelWarn, http.StatusServiceUnavailable, "unavailable", 1},
 	// An outage, not a bug: the readiness check takes the instance out of

@@ -53,7 +53,10 @@ type Deps struct {
 	// BillReconcilers, one per configured provider, serve the
 	// reconciliation views under /admin; empty, they are off.
 	BillReconcilers map[model.Provider]*service.BillReconciler
-	DB              Readiness
+	// Webhooks serves /admin/webhook-endpoints; nil, those routes are
+	// off (off webhooks, no WEBHOOK_SECRET_KEY, answer 409 instead).
+	Webhooks *service.Webhooks
+	DB       Readiness
 	// Registry is what /metrics serves; Metrics counts into it (nil: New
 	// defines them on Registry).
 	Registry *prometheus.Registry
@@ -208,6 +211,9 @@ func routeAdmin(r *gin.Engine, d Deps) {
 			admin.POST("/reconciliations/:first/:date/run", h.Run)
 			admin.POST("/reconciliations/:first/items/:id/resolve", h.Resolve)
 			admin.POST("/reconciliations/:first/:date/items/:id/resolve", h.Resolve)
+		}
+		if d.Webhooks != nil {
+			routeWebhooks(admin, d.Webhooks)
 		}
 	}
 }

@@ -104,6 +104,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		Checkout:        service.NewCheckout(store, providers, payments, nil, log),
 		Refunds:         service.NewRefunds(store, providers, log),
 		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
+		Webhooks:        service.NewWebhooks(store, nil),
 		DB:              store,
 		Registry:        prometheus.NewRegistry(),
 	})

@@ -54,6 +54,9 @@ type Metrics struct {
 	lastRound *prometheus.GaugeVec
 	interval  *prometheus.GaugeVec
 
+	// Webhooks (webhook.go).
+	webhookAttempts *prometheus.CounterVec
+
 	// providers are the configured ones (Providers), read at each scrape.
 	mu        sync.Mutex
 	providers []model.Provider
@@ -70,6 +73,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.newPayment()
 	m.newRecon()
 	m.newJob()
+	m.newWebhook()
 	return m
 }
 

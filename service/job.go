@@ -32,6 +32,8 @@ type Job struct {
 	// Pause, if set, is the wait between full rounds: it bounds the share
 	// of the database a job catching up takes from requests.
 	Pause time.Duration
+	// Wake, if set, ends the pause after a round early (work arrived).
+	Wake <-chan struct{}
 }
 
 // Round is what a job's round did, for metrics.
@@ -81,6 +83,7 @@ func runJob(ctx context.Context, log *slog.Logger, onRound func(Round), j Job) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-j.Wake:
 		}
 	}
 }

@@ -32,6 +32,9 @@ const (
 	// AnyAddress lets a development or test setup reach a fake provider on
 	// loopback. Only an explicit development setting selects it.
 	AnyAddress
+	// PublicAnyPort refuses every address that is not public unicast, on
+	// any port: a merchant's webhook endpoint may listen on 8443.
+	PublicAnyPort
 )
 
 // ErrRefused is the error of a dial to an address PublicOnly refuses. Its
@@ -49,7 +52,7 @@ func DialContext(p Policy) func(ctx context.Context, network, addr string) (net.
 	if p == AnyAddress {
 		return d.DialContext
 	}
-	guard := ssrf.New()
+	guard := p.guardian()
 	d.Control = func(network, address string, c syscall.RawConn) error {
 		if err := guard.Safe(network, address, c); err != nil {
 			return ErrRefused
@@ -65,6 +68,39 @@ func DialContext(p Policy) func(ctx context.Context, network, addr string) (net.
 		}
 		return conn, err
 	}
+}
+
+func (p Policy) guardian() *ssrf.Guardian {
+	if p == PublicAnyPort {
+		return ssrf.New(ssrf.WithAnyPort())
+	}
+	return ssrf.New()
+}
+
+// CheckHost resolves host and refuses it (ErrRefused, naming the address)
+// if any address it resolves to is one p would not dial: what a URL is
+// checked against when it is registered, before the dial-time check that
+// still decides every connection (a name may resolve elsewhere later).
+func CheckHost(ctx context.Context, p Policy, host string, port int) error {
+	if p == AnyAddress {
+		return nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	guard := p.guardian()
+	for _, a := range addrs {
+		network := "tcp6"
+		if a.Unmap().Is4() {
+			network = "tcp4"
+		}
+		hp := net.JoinHostPort(a.Unmap().String(), fmt.Sprint(port))
+		if err := guard.Safe(network, hp, nil); err != nil {
+			return fmt.Errorf("%s resolves to %s: %w", host, a.Unmap(), ErrRefused)
+		}
+	}
+	return nil
 }
 
 // Client returns an HTTP client whose every connection, redirects

@@ -1,0 +1,282 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"paynotify/dao"
+	"paynotify/model"
+	"paynotify/webhook"
+)
+
+// Sender posts one delivery (webhook.Sender does).
+type Sender interface {
+	Send(ctx context.Context, url, id string, secrets []string, body []byte) webhook.Result
+}
+
+// DefaultRetrySchedule is WEBHOOK_RETRY_SCHEDULE's default: the waits
+// before each retry after a failure (8 attempts over about 27 hours, as
+// Standard Webhooks' reference service does).
+var DefaultRetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+	5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// Deliverer sends the due deliveries of every enabled endpoint. Each
+// endpoint has its own bound of requests in flight (Concurrency, per
+// instance), so one that hangs holds its own slots and nothing else: a
+// round claims for every endpoint with a free slot, and never waits on a
+// request. Claims are leases (dao.ClaimDeliveries): two instances never
+// hold one delivery, and one that dies mid-request leaves it due again
+// when the lease ends, to be sent again under the same webhook-id.
+// Finished attempts are recorded in a batch at the start of the next
+// round, which each finished request starts at once.
+type Deliverer struct {
+	store  *dao.Store
+	keys   *webhook.Keyring
+	sender Sender
+	log    *slog.Logger
+	// Schedule is WEBHOOK_RETRY_SCHEDULE: the wait before each retry;
+	// a delivery failing once more than it has waits is FAILED.
+	Schedule []time.Duration
+	// Concurrency bounds each endpoint's requests in flight.
+	Concurrency int
+	// Lease is how long a claim keeps a delivery from other instances:
+	// longer than a request may take (WEBHOOK_TIMEOUT).
+	Lease time.Duration
+	// DisableAfter is WEBHOOK_DISABLE_AFTER: an endpoint failing every
+	// attempt that long is disabled.
+	DisableAfter time.Duration
+	// Interval is how long an idle deliverer waits before looking again.
+	Interval time.Duration
+	// OnAttempt, if set, is told each attempt's result; OnDisabled each
+	// endpoint the deliverer disables.
+	OnAttempt  func(endpointID int64, r model.AttemptResult)
+	OnDisabled func(endpointID int64, reason string)
+	now        func() time.Time
+
+	wake     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	inflight map[int64]int
+	done     []finished
+}
+
+// finished is an attempt waiting to be recorded.
+type finished struct {
+	out      dao.AttemptOutcome
+	endpoint int64
+	result   model.AttemptResult
+}
+
+// NewDeliverer returns a deliverer with default tuning: the default
+// schedule, 4 requests in flight per endpoint, a lease of a minute, five
+// days failing before an endpoint is disabled.
+func NewDeliverer(store *dao.Store, keys *webhook.Keyring, sender Sender, log *slog.Logger) *Deliverer {
+	return &Deliverer{store: store, keys: keys, sender: sender, log: log, Schedule: DefaultRetrySchedule, Concurrency: 4,
+		Lease: time.Minute, DisableAfter: 5 * 24 * time.Hour, Interval: 250 * time.Millisecond, now: time.Now,
+		wake: make(chan struct{}, 1), inflight: map[int64]int{}}
+}
+
+// Job is the deliverer as a background job: a round that did something is
+// followed at once by the next, and a finished request wakes an idle one.
+func (d *Deliverer) Job() Job {
+	return Job{Name: "webhook-delivery", Interval: d.Interval, RunOnce: d.RunOnce, Full: func(n int) bool { return n > 0 }, Wake: d.wake}
+}
+
+// Wait waits for the requests in flight (after the job's context ended,
+// they end at once, recorded nowhere: their leases run out).
+func (d *Deliverer) Wait() { d.wg.Wait() }
+
+// RunOnce records the attempts that finished, disables endpoints that
+// asked for it or failed too long, and claims and starts what each
+// endpoint has room for. It says how many attempts it recorded and
+// started.
+func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
+	recorded, err := d.record(ctx)
+	if err != nil {
+		return 0, err
+	}
+	endpoints, err := d.store.WebhookEndpoints(ctx, true)
+	if err != nil {
+		return recorded, err
+	}
+	started := 0
+	var errs []error
+	for _, e := range endpoints {
+		now := d.now()
+		if e.FailingSince != nil && d.DisableAfter > 0 && now.Sub(*e.FailingSince) >= d.DisableAfter {
+			errs = append(errs, d.disable(ctx, e.ID, fmt.Sprintf("failed every attempt for %v (WEBHOOK_DISABLE_AFTER)", d.DisableAfter)))
+			continue
+		}
+		free := d.Concurrency - d.inFlight(e.ID)
+		if free <= 0 {
+			continue
+		}
+		secrets, err := d.secrets(e, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %d: %w", e.ID, err))
+			continue
+		}
+		claimed, err := d.store.ClaimDeliveries(ctx, e.ID, now, d.Lease, uuid.NewString()[:32], free)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, dl := range claimed {
+			d.start(ctx, e, secrets, dl)
+		}
+		started += len(claimed)
+	}
+	return recorded + started, errors.Join(errs...)
+}
+
+func (d *Deliverer) inFlight(id int64) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inflight[id]
+}
+
+// secrets opens an endpoint's signing secrets: the current one, and the
+// previous one in the day after a rotation.
+func (d *Deliverer) secrets(e model.WebhookEndpoint, now time.Time) ([]string, error) {
+	cur, err := d.keys.Open(e.Secret)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{cur}
+	if e.PreviousSecret != "" && e.PreviousUntil != nil && now.Before(*e.PreviousUntil) {
+		prev, err := d.keys.Open(e.PreviousSecret)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prev)
+	}
+	return out, nil
+}
+
+// start sends one claimed delivery in its own goroutine.
+func (d *Deliverer) start(ctx context.Context, e model.WebhookEndpoint, secrets []string, dl model.WebhookDelivery) {
+	d.mu.Lock()
+	d.inflight[e.ID]++
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		res := d.sender.Send(ctx, e.URL, dl.EventID, secrets, dl.Body)
+		d.mu.Lock()
+		d.inflight[e.ID]--
+		if !res.Abandoned {
+			d.done = append(d.done, d.decide(dl, res))
+		}
+		d.mu.Unlock()
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// decide says what an attempt makes of its delivery.
+func (d *Deliverer) decide(dl model.WebhookDelivery, res webhook.Result) finished {
+	a := model.WebhookAttempt{DeliveryID: dl.ID, EndpointID: dl.EndpointID, EventID: dl.EventID, Attempt: dl.Attempts + 1,
+		At: res.At, Duration: res.Duration, Status: res.Status, Body: res.Body}
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	}
+	out := dao.AttemptOutcome{Attempt: a, Lease: dl.Lease, State: model.DeliveryDelivered, Next: res.At}
+	switch tries := dl.Tries + 1; {
+	case res.Kind == model.AttemptDelivered:
+	case res.Kind == model.AttemptGone || tries > len(d.Schedule):
+		out.State = model.DeliveryFailed
+	default:
+		out.State, out.Next = model.DeliveryPending, d.now().Add(d.Schedule[tries-1])
+	}
+	return finished{out: out, endpoint: dl.EndpointID, result: res.Kind}
+}
+
+// record writes the finished attempts and the endpoints' health.
+func (d *Deliverer) record(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	done := d.done
+	d.done = nil
+	d.mu.Unlock()
+	if len(done) == 0 {
+		return 0, nil
+	}
+	outs := make([]dao.AttemptOutcome, len(done))
+	for i, f := range done {
+		outs[i] = f.out
+	}
+	if err := d.store.RecordAttempts(ctx, outs, d.now()); err != nil {
+		d.mu.Lock()
+		d.done = append(done, d.done...) // again next round (the leases hold them)
+		d.mu.Unlock()
+		return 0, err
+	}
+	// The latest attempt per endpoint says whether it is failing.
+	latest := map[int64]finished{}
+	var gone []int64
+	for _, f := range done {
+		if d.OnAttempt != nil {
+			d.OnAttempt(f.endpoint, f.result)
+		}
+		if l, ok := latest[f.endpoint]; !ok || f.out.Attempt.At.After(l.out.Attempt.At) {
+			latest[f.endpoint] = f
+		}
+		if f.result == model.AttemptGone {
+			gone = append(gone, f.endpoint)
+		}
+		if f.out.State == model.DeliveryFailed {
+			d.log.Warn("webhook delivery failed", "endpoint_id", f.endpoint, "event_id", f.out.Attempt.EventID,
+				"attempts", f.out.Attempt.Attempt, "status", f.out.Attempt.Status, "err", f.out.Attempt.Error)
+		}
+	}
+	var errs []error
+	for id, f := range latest {
+		errs = append(errs, d.store.MarkEndpointHealth(ctx, id, f.result == model.AttemptDelivered, f.out.Attempt.At))
+	}
+	for _, id := range gone {
+		errs = append(errs, d.disable(ctx, id, "answered 410 Gone"))
+	}
+	return len(done), errors.Join(errs...)
+}
+
+// disable disables an endpoint the service gave up on, fails its pending
+// deliveries, and audits it as paynotify's own act.
+func (d *Deliverer) disable(ctx context.Context, id int64, reason string) error {
+	now := d.now().UTC()
+	disabled := false
+	err := d.store.UpdateWebhooks(ctx, func(ctx context.Context, tx *dao.WebhookTx) error {
+		e, err := tx.EndpointForUpdate(ctx, id)
+		if errors.Is(err, model.ErrEndpointNotFound) {
+			return nil
+		}
+		if err != nil || !e.Enabled {
+			return err
+		}
+		before := summary(e)
+		e.Enabled, e.DisabledReason, e.UpdatedAt = false, reason, now
+		if err := tx.SaveEndpoint(ctx, e); err != nil {
+			return err
+		}
+		if _, err := tx.FailPending(ctx, id, "endpoint disabled: "+reason, now); err != nil {
+			return err
+		}
+		disabled = true
+		return tx.InsertAudit(ctx, model.Audit{Key: apiKey(model.AuditWebhookUpdate, fmt.Sprint(id), "disable", uuid.NewString()),
+			Operator: model.OperatorService, Action: model.AuditWebhookUpdate, TargetKind: model.TargetWebhook,
+			TargetID: fmt.Sprint(id), Before: before, After: "disabled: " + reason})
+	})
+	if err == nil && disabled {
+		d.log.Error("webhook endpoint disabled", "endpoint_id", id, "reason", reason)
+		if d.OnDisabled != nil {
+			d.OnDisabled(id, reason)
+		}
+	}
+	return err
+}
