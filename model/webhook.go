@@ -50,7 +50,7 @@ const EventWebhookTest EventType = "webhook.test"
 // EventTypes lists every event type the outbox announces, which an
 // endpoint may subscribe to.
 var EventTypes = []EventType{EventOrderCreated, EventOrderPaid, EventOrderClosed, EventRefundPending, EventRefunded,
-	EventRefundFailed, EventTradeClosed}
+	EventRefundFailed, EventTradeClosed, EventFeesBooked}
 
 // DeliveryState is where one event's delivery to one endpoint stands.
 type DeliveryState string

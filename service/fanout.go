@@ -82,7 +82,7 @@ func fanOut(ctx context.Context, tx *dao.WebhookTx, limit int, now time.Time) (i
 				}
 			}
 			ds = append(ds, model.WebhookDelivery{
-				EndpointID: e.ID, EventID: row.Event.ID, EventType: string(row.Event.Type), OrderID: row.Event.AggregateID,
+				EndpointID: e.ID, EventID: row.Event.ID, EventType: string(row.Event.Type), OrderID: row.Event.OrderID(),
 				Body: body, NextAttemptAt: now, CreatedAt: now,
 			})
 		}
