@@ -330,7 +330,7 @@ func TestReconRunPage(t *testing.T) {
 
 		page := c.mustGet(t, "/console/reconciliations/alipay/2026-11-30", http.StatusOK)
 		mustContain(t, page.body, "<h1>Alipay's bill of 2026-11-30</h1>", `<dt>state</dt><dd><span class="badge done" title="DONE">done</span></dd>`,
-			"<dt>attempts</dt><dd>1</dd>", "<dt>needs a look</dt><dd>1</dd>", "AMOUNT_DIFFERS 1<br>REPAIRED 1<br>",
+			"<dt>attempts</dt><dd>1</dd>", "<dt>needs a look</dt><dd>1</dd>", `<span title="AMOUNT_DIFFERS">amount differs</span> 1<br><span title="REPAIRED">repaired</span> 1<br>`,
 			// The attempt, and both items.
 			`<td class="num">1</td><td><code class="id">test</code></td>`, "2 item(s).", "the bill says 29.00", "29.00 CNY", "T-RUN-2",
 			fmt.Sprintf(`action="/console/reconciliation/items/%d/resolve"`, itemIDs(t, store, ali)[0]))

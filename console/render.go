@@ -193,10 +193,22 @@ func (p page) After(a model.Audit) template.HTML {
 // enumToken is a state or reason as stored (REFUND_PENDING, ALREADY_PAID).
 var enumToken = regexp.MustCompile(`\b[A-Z][A-Z_]{2,}\b`)
 
+// plainEnums are the states whose words are the enum in lower case.
+var plainEnums = map[string]bool{
+	string(model.RefundRefunding): true, string(model.RefundRefunded): true, string(model.PaymentApplied): true,
+	string(model.OutboxPending): true, string(model.OutboxSent): true, string(model.OutboxFailed): true,
+	string(model.ReconDone): true, string(model.ReconRunning): true,
+}
+
 // words says the enums in an audit row's before or after in words:
 // "REFUND_PENDING ALREADY_PAID" is "owed back (order already paid)".
 func words(s string) string {
-	out := enumToken.ReplaceAllStringFunc(s, func(t string) string { return label(t) })
+	out := enumToken.ReplaceAllStringFunc(s, func(t string) string {
+		if _, ok := labels[t]; ok || plainEnums[t] || model.ReconOutcome(t).Valid() {
+			return label(t)
+		}
+		return t // a provider's code (ACQ.SYSTEM_ERROR), a name: as it is
+	})
 	// A state followed by its reason reads as the state (the reason).
 	for _, r := range []model.RefundReason{model.RefundAlreadyPaid, model.RefundAmountMismatch, model.RefundOrderClosed} {
 		out = strings.ReplaceAll(out, " "+label(r), " ("+label(r)+")")
@@ -331,7 +343,7 @@ func (c *Console) failAbout(w http.ResponseWriter, r *http.Request, err error, b
 				c.d.Log.Warn("console request failed", "request_id", w.Header().Get("X-Request-Id"), "path", r.URL.Path, "err", err)
 			}
 			if msg == "" {
-				msg = err.Error()
+				msg = words(err.Error()) // "refund … is refunding", not REFUNDING
 			}
 			c.render(w, r, row.status, "status", statusData{page: c.page(r, http.StatusText(row.status)), Code: row.status, Message: msg,
 				Back: back, BackTo: backTo})
