@@ -32,6 +32,11 @@ type providerConfig struct {
 func loadConfig(environ []string) (config.Config, providerConfig, error) {
 	cfg, err := config.Load(environ)
 	pc := providerConfig{alipayOn: cfg.AlipayOn() || !cfg.WeChatPay.On()}
+	if cfg.Accounts != nil { // PROVIDERS_FILE: what it lists
+		pc.alipayOn = len(cfg.Accounts.Alipay) > 0
+	} else if cfg.ProvidersFile != "" {
+		pc.alipayOn = false // unreadable: Load names why
+	}
 	var aerr, werr error
 	if pc.alipayOn {
 		pc.alipay, aerr = alipay.FromConfig(cfg, devKeys())

@@ -15,6 +15,9 @@ import (
 // join with Load's), and refuses any key in devKeys (the development keys
 // from testdata/, which are public).
 func FromConfig(c config.Config, devKeys []string) (Config, error) {
+	if c.Accounts != nil {
+		return fromFile(*c.Accounts, devKeys)
+	}
 	var errs []error
 	missing := func(name string) { errs = append(errs, fmt.Errorf("%s is required", name)) }
 	ac := Config{AppID: c.AppID, SellerID: c.SellerID, Production: c.Production, SandboxGateway: c.AlipaySandboxGateway}
@@ -114,4 +117,24 @@ func keyBody(s string) string {
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// fromFile is FromConfig for PROVIDERS_FILE's seller and app, read as the
+// variables would give them; every problem names the file, the seller
+// and the app.
+func fromFile(a config.Accounts, devKeys []string) (Config, error) {
+	c, ok := a.AlipayEnv()
+	if !ok {
+		return Config{}, nil
+	}
+	ac, err := FromConfig(c, devKeys)
+	if err == nil {
+		return ac, nil
+	}
+	where := fmt.Sprintf("%s apps[0] (app_id %q)", a.Where("alipay", 0, "seller_id", c.SellerID), c.AppID)
+	var problems []string
+	for _, p := range err.(*config.Error).Problems {
+		problems = append(problems, where+": "+p)
+	}
+	return ac, &config.Error{Problems: problems}
 }

@@ -58,7 +58,7 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 		}
 	}
 	if got := form.Get(fieldAppID); got != c.appID {
-		return fmt.Errorf("%w: app_id %q is not ours", model.ErrWrongMerchant, model.Clip(got))
+		return fmt.Errorf("%w: app_id %q (seller_id %q) is not ours", model.ErrUnknownApp, model.Clip(got), model.Clip(form.Get(fieldSellerID)))
 	}
 	if got := form.Get(fieldSellerID); got != c.sellerID {
 		return fmt.Errorf("%w: seller_id %q is not ours", model.ErrWrongMerchant, model.Clip(got))

@@ -100,6 +100,13 @@ type Config struct {
 	WeChatPay WeChatPay
 	// Webhook is the WEBHOOK_* settings (config/webhook.go).
 	Webhook Webhook
+
+	// ProvidersFile is PROVIDERS_FILE: every provider account and app
+	// (config/accounts.go), read into Accounts. Unset, the ALIPAY_* and
+	// WECHATPAY_* variables configure one account with one app each.
+	ProvidersFile string `env:"PROVIDERS_FILE"`
+	// Accounts is PROVIDERS_FILE read and checked, nil when it is unset.
+	Accounts *Accounts `env:"-"`
 }
 
 // ShutdownGrace is how long requests in flight may take to finish after
@@ -207,6 +214,14 @@ func (c *Config) check(vars map[string]string, unreadable map[string]bool) []str
 	_, _, reconErr := c.ReconTime()
 	check("RECON_AT", reconErr == nil, "HH:MM in Beijing time (such as 09:30), or off", false)
 	problems = append(problems, c.Webhook.problems()...)
+	if c.ProvidersFile != "" {
+		problems = append(problems, fileConflicts(vars)...)
+		if a, err := ReadAccounts(c.ProvidersFile); err != nil {
+			problems = append(problems, err.(*Error).Problems...)
+		} else {
+			c.Accounts = &a
+		}
+	}
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
 	return problems

@@ -13,10 +13,10 @@ func (c Config) AlipayOn() bool {
 // Providers checks that at least one provider is configured: a merchant
 // may take Alipay, WeChat Pay or both, but not neither.
 func (c Config) Providers() error {
-	if c.AlipayOn() || c.WeChatPay.On() {
+	if c.AlipayOn() || c.WeChatPay.On() || c.ProvidersFile != "" {
 		return nil
 	}
-	return &Error{Problems: []string{"no payment provider: set the ALIPAY_* variables, the WECHATPAY_* variables, or both"}}
+	return &Error{Problems: []string{"no payment provider: set PROVIDERS_FILE, or the ALIPAY_* variables, the WECHATPAY_* variables, or both"}}
 }
 
 // WeChatPayJobsInterval is how often the jobs ask WeChat Pay:

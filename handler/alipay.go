@@ -51,6 +51,9 @@ func (a *Alipay) Notify(c *gin.Context) {
 	answer := answerSuccess
 	if err != nil {
 		outcome, answer = notifyFailure(c, err)
+		if errors.Is(err, model.ErrUnknownApp) {
+			a.metrics.NotifyRefused(model.ProviderAlipay, metrics.RefusedUnknownApp)
+		}
 	}
 	a.metrics.Notified(model.ProviderAlipay, outcome, answer, time.Since(start))
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -268,6 +269,13 @@ func TestNotify(t *testing.T) {
 					t.Fatalf("answer: %d %q, want 200 %q", code, answer, tc.want)
 				}
 				s.checkCounted(t, counted, tc.outcome)
+				if tc.name == "WrongAppID" {
+					// An app not configured is counted as such: the buyer paid.
+					w := s.do(httptest.NewRequest(http.MethodGet, "/metrics", nil))
+					if want := `paynotify_notify_refused_total{provider="alipay",reason="unknown_app"} 1`; !strings.Contains(w.Body.String(), want) {
+						t.Errorf("/metrics lacks %s", want)
+					}
+				}
 
 				if now := snapshot(t, store); tc.unchanged && now != was {
 					t.Fatalf("the notification changed the database:\nbefore:\n%s\nafter:\n%s", was, now)

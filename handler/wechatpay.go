@@ -52,6 +52,9 @@ func (w *WeChatPay) Notify(c *gin.Context) {
 		if errors.Is(err, model.ErrSignatureProbe) {
 			answer = ""
 		}
+		if errors.Is(err, model.ErrUnknownApp) {
+			w.metrics.NotifyRefused(model.ProviderWechatpay, metrics.RefusedUnknownApp)
+		}
 		row, known := lookup(err)
 		outcome = row.outcome
 		msg := row.err.Error() // a sentinel's words only: never internal text

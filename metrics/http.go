@@ -33,7 +33,26 @@ func (m *Metrics) newHTTP() {
 		Name: "paynotify_notify_answers_total",
 		Help: "Notifications by provider and answer: success (recorded: Alipay's \"success\", WeChat Pay's 2xx), or failure (the provider resends: Alipay's \"failure\", WeChat Pay's 4xx/5xx; alert on its share).",
 	}, []string{"provider", "answer"})
-	m.reg.MustRegister(m.notifications, m.answers, m.notifyLatency, m.requests, m.requestTime)
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paynotify_notify_refused_total",
+		Help: "Notifications refused for whom they name, by provider and reason: unknown_app (validly signed for an app or merchant this instance is not configured for: the buyer paid, the order waits; add the app to PROVIDERS_FILE).",
+	}, []string{"provider", "reason"})
+	for _, p := range model.Providers {
+		m.refused.WithLabelValues(string(p), RefusedUnknownApp)
+	}
+	m.reg.MustRegister(m.notifications, m.answers, m.notifyLatency, m.requests, m.requestTime, m.refused)
+}
+
+// RefusedUnknownApp is paynotify_notify_refused_total's reason for a
+// notification naming an app or merchant not configured.
+const RefusedUnknownApp = "unknown_app"
+
+// NotifyRefused counts a provider's notification refused for reason.
+func (m *Metrics) NotifyRefused(provider model.Provider, reason string) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(string(provider), reason).Inc()
 }
 
 // The answers to a notification, paynotify_notify_answers_total's

@@ -30,6 +30,7 @@ type Metrics struct {
 	notifyLatency *prometheus.HistogramVec
 	requests      *prometheus.CounterVec
 	requestTime   *prometheus.HistogramVec
+	refused       *prometheus.CounterVec
 
 	// Payments, refunds and checkout (payment.go).
 	unmatched      *prometheus.CounterVec

@@ -16,6 +16,9 @@ var (
 	ErrSignatureProbe = fmt.Errorf("%w: a signature probe", ErrBadSignature)
 	// ErrWrongMerchant: validly signed, but for another app or seller.
 	ErrWrongMerchant = errors.New("notification for another merchant")
+	// ErrUnknownApp: validly signed (or opened) for an app or merchant
+	// this instance is not configured for. It is an ErrWrongMerchant.
+	ErrUnknownApp = fmt.Errorf("%w: app not configured", ErrWrongMerchant)
 	// ErrInvalidNotification: a field is missing or malformed.
 	ErrInvalidNotification = errors.New("invalid notification")
 	// ErrOrderNotFound: no order has that order_sn.

@@ -112,6 +112,9 @@ type PayRequest struct {
 	OpenID string
 	// PayerIP is the buyer's IP, for MethodH5.
 	PayerIP string
+	// AppID is the app the buyer pays in (one of the merchant's); ""
+	// means the client's first.
+	AppID string
 }
 
 // PayAnswer is what the buyer's client needs to pay.
@@ -144,12 +147,19 @@ func (c *Client) Pay(ctx context.Context, r PayRequest) (PayAnswer, error) {
 		t := r.ExpireAt.In(model.Beijing).Truncate(time.Second)
 		expire = &t
 	}
+	appID := c.appID
+	if r.AppID != "" {
+		if !c.appIDs[r.AppID] {
+			return PayAnswer{}, fmt.Errorf("%w: appid %q is not one of merchant %s's", model.ErrInvalidRequest, clip(r.AppID), c.mchID)
+		}
+		appID = r.AppID
+	}
 	cny := core.String("CNY")
 	switch r.Method {
 	case MethodNative:
 		svc := native.NativeApiService{Client: c.sdk}
 		rsp, _, err := svc.Prepay(ctx, native.PrepayRequest{
-			Appid: &c.appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
+			Appid: &appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
 			TimeExpire: expire, NotifyUrl: &r.NotifyURL, Amount: &native.Amount{Total: &r.Total, Currency: cny},
 		})
 		if err != nil {
@@ -165,7 +175,7 @@ func (c *Client) Pay(ctx context.Context, r PayRequest) (PayAnswer, error) {
 		}
 		svc := h5.H5ApiService{Client: c.sdk}
 		rsp, _, err := svc.Prepay(ctx, h5.PrepayRequest{
-			Appid: &c.appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
+			Appid: &appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
 			TimeExpire: expire, NotifyUrl: &r.NotifyURL, Amount: &h5.Amount{Total: &r.Total, Currency: cny},
 			SceneInfo: &h5.SceneInfo{PayerClientIp: &r.PayerIP, H5Info: &h5.H5Info{Type: core.String("Wap")}},
 		})
@@ -182,7 +192,7 @@ func (c *Client) Pay(ctx context.Context, r PayRequest) (PayAnswer, error) {
 		}
 		svc := jsapi.JsapiApiService{Client: c.sdk}
 		rsp, _, err := svc.PrepayWithRequestPayment(ctx, jsapi.PrepayRequest{
-			Appid: &c.appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
+			Appid: &appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
 			TimeExpire: expire, NotifyUrl: &r.NotifyURL, Amount: &jsapi.Amount{Total: &r.Total, Currency: cny},
 			Payer: &jsapi.Payer{Openid: &r.OpenID},
 		})
@@ -196,13 +206,13 @@ func (c *Client) Pay(ctx context.Context, r PayRequest) (PayAnswer, error) {
 	case MethodApp:
 		svc := app.AppApiService{Client: c.sdk}
 		rsp, _, err := svc.Prepay(ctx, app.PrepayRequest{
-			Appid: &c.appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
+			Appid: &appID, Mchid: &c.mchID, Description: &r.Description, OutTradeNo: &r.OutTradeNo,
 			TimeExpire: expire, NotifyUrl: &r.NotifyURL, Amount: &app.Amount{Total: &r.Total, Currency: cny},
 		})
 		if err != nil {
 			return PayAnswer{}, c.failure("pay", err)
 		}
-		params, err := c.appParams(ctx, deref(rsp.PrepayId))
+		params, err := c.appParams(ctx, appID, deref(rsp.PrepayId))
 		if err != nil {
 			return PayAnswer{}, err
 		}
@@ -215,7 +225,7 @@ func (c *Client) Pay(ctx context.Context, r PayRequest) (PayAnswer, error) {
 // PrepayWithRequestPayment for app leaves out the appid, which the app's
 // PayReq needs, and names the fields in camelCase where WeChat's document
 // has them lower-case.
-func (c *Client) appParams(ctx context.Context, prepayID string) (map[string]string, error) {
+func (c *Client) appParams(ctx context.Context, appID, prepayID string) (map[string]string, error) {
 	if prepayID == "" {
 		return nil, fmt.Errorf("%w: wechatpay pay: no prepay_id", model.ErrGatewayUnknown)
 	}
@@ -224,12 +234,12 @@ func (c *Client) appParams(ctx context.Context, prepayID string) (map[string]str
 		return nil, fmt.Errorf("wechatpay pay: nonce: %w", err)
 	}
 	ts := strconv.FormatInt(c.now().Unix(), 10)
-	sig, err := c.sdk.Sign(ctx, c.appID+"\n"+ts+"\n"+nonce+"\n"+prepayID+"\n")
+	sig, err := c.sdk.Sign(ctx, appID+"\n"+ts+"\n"+nonce+"\n"+prepayID+"\n")
 	if err != nil {
 		return nil, fmt.Errorf("wechatpay pay: sign: %w", err)
 	}
 	return map[string]string{
-		"appid": c.appID, "partnerid": c.mchID, "prepayid": prepayID,
+		"appid": appID, "partnerid": c.mchID, "prepayid": prepayID,
 		"package": "Sign=WXPay", "noncestr": nonce, "timestamp": ts, "sign": sig.Signature,
 	}, nil
 }

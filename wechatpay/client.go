@@ -52,10 +52,16 @@ const (
 // Pay. Keys are PEM contents, not paths.
 type Config struct {
 	// MchID and AppID are ours: a notification naming others is refused
-	// even when validly signed.
+	// even when validly signed. AppIDs are the merchant's other appids
+	// (PROVIDERS_FILE): the merchant's keys serve every one; AppID is the
+	// first, a payment's default.
 	MchID, AppID string
-	// APIv3Key (32 bytes) decrypts notifications' resources.
-	APIv3Key string
+	AppIDs       []string
+	// APIv3Key (32 bytes) decrypts notifications' resources; OldAPIv3Keys
+	// are keys that decrypt too while the APIv3 key is reset (the AEAD tag
+	// tells which opened a resource).
+	APIv3Key     string
+	OldAPIv3Keys []string
 	// MerchantPrivateKey (apiclient_key.pem) signs our requests;
 	// MerchantSerial is its certificate's serial, named in each request.
 	MerchantPrivateKey, MerchantSerial string
@@ -83,10 +89,13 @@ type Config struct {
 // is safe for concurrent use.
 type Client struct {
 	mchID, appID string
-	aead         cipher.AEAD
-	keys         *keyring
-	verifier     auth.Verifier
-	sdk          *core.Client
+	// appIDs are every appid of the merchant, appID among them.
+	appIDs map[string]bool
+	// aeads open a resource: the current APIv3 key's first.
+	aeads    []cipher.AEAD
+	keys     *keyring
+	verifier auth.Verifier
+	sdk      *core.Client
 	// download is sdk with BillDownloadTimeout instead of httpTimeout:
 	// a big day's bill takes longer than any API call.
 	download *core.Client
@@ -105,15 +114,29 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AppID == "" {
 		missing(envAppID)
 	}
-	var aead cipher.AEAD
-	switch {
-	case cfg.APIv3Key == "":
+	for _, id := range cfg.AppIDs {
+		if id == "" {
+			missing("an appid")
+		}
+	}
+	var aeads []cipher.AEAD
+	if cfg.APIv3Key == "" {
 		missing(envAPIv3Key + " or " + envAPIv3Key + "_FILE")
-	case len(cfg.APIv3Key) != 32:
-		errs = append(errs, fmt.Errorf("%s must be 32 bytes, is %d", envAPIv3Key, len(cfg.APIv3Key)))
-	default:
-		block, _ := aes.NewCipher([]byte(cfg.APIv3Key))
-		aead, _ = cipher.NewGCM(block) // cannot fail for a 32-byte key
+	}
+	for i, key := range append([]string{cfg.APIv3Key}, cfg.OldAPIv3Keys...) {
+		name := envAPIv3Key
+		if i > 0 {
+			name = fmt.Sprintf("APIv3 key %d", i+1)
+		}
+		switch {
+		case key == "":
+		case len(key) != 32:
+			errs = append(errs, fmt.Errorf("%s must be 32 bytes, is %d", name, len(key)))
+		default:
+			block, _ := aes.NewCipher([]byte(key))
+			aead, _ := cipher.NewGCM(block) // cannot fail for a 32-byte key
+			aeads = append(aeads, aead)
+		}
 	}
 	var priv *rsa.PrivateKey
 	if cfg.MerchantPrivateKey == "" {
@@ -139,7 +162,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	c := &Client{mchID: cfg.MchID, appID: cfg.AppID, aead: aead, keys: keys, gateway: gw, now: cfg.Now}
+	c := &Client{mchID: cfg.MchID, appID: cfg.AppID, appIDs: map[string]bool{cfg.AppID: true}, aeads: aeads, keys: keys, gateway: gw, now: cfg.Now}
+	for _, id := range cfg.AppIDs {
+		c.appIDs[id] = true
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}

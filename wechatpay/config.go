@@ -15,6 +15,9 @@ import (
 // is false, with no error, when WeChat Pay is off.
 func FromConfig(c config.Config, devKeys []string) (cfg Config, ok bool, err error) {
 	w := c.WeChatPay
+	if c.Accounts != nil {
+		return fromFile(*c.Accounts, devKeys)
+	}
 	if !w.On() {
 		return Config{}, false, nil
 	}
@@ -56,6 +59,47 @@ func FromConfig(c config.Config, devKeys []string) (cfg Config, ok bool, err err
 	}
 	if len(errs) > 0 {
 		return cfg, true, config.Join(errs...)
+	}
+	return cfg, true, nil
+}
+
+// fromFile is FromConfig for PROVIDERS_FILE's merchant: its first appid
+// and APIv3 key as the variables would give them, its other appids and
+// keys beside; every problem names the file and the merchant.
+func fromFile(a config.Accounts, devKeys []string) (Config, bool, error) {
+	w, ok := a.WeChatPayEnv()
+	if !ok {
+		return Config{}, false, nil
+	}
+	acc := a.WeChatPay[0]
+	where := a.Where("wechatpay", 0, "mchid", acc.MchID)
+	cfg, _, err := FromConfig(config.Config{WeChatPay: w}, devKeys)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, app := range acc.Apps[1:] {
+		cfg.AppIDs = append(cfg.AppIDs, app.AppID)
+	}
+	for i, f := range acc.APIv3KeyFiles[1:] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("apiv3_key_files[%d]: %w", i+1, err))
+			continue
+		}
+		key := strings.TrimSpace(string(b))
+		if len(key) != 32 {
+			errs = append(errs, fmt.Errorf("apiv3_key_files[%d] %s: an APIv3 key is 32 bytes, this is %d", i+1, f, len(key)))
+			continue
+		}
+		cfg.OldAPIv3Keys = append(cfg.OldAPIv3Keys, key)
+	}
+	if err := config.Join(errs...); err != nil {
+		var problems []string
+		for _, p := range err.(*config.Error).Problems {
+			problems = append(problems, where+": "+p)
+		}
+		return cfg, true, &config.Error{Problems: problems}
 	}
 	return cfg, true, nil
 }

@@ -100,6 +100,9 @@ type Transaction struct {
 	// NotifyID is the notification's id ("" when the transaction came
 	// from a query).
 	NotifyID string
+	// MchID and AppID are the merchant and the app the buyer paid in:
+	// the ledger's account and app.
+	MchID, AppID string
 }
 
 // RefundHint is what a REFUND.* notification says of a refund.
@@ -300,14 +303,17 @@ func (c *Client) open(nonce, ciphertext, ad string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: ciphertext is not base64", model.ErrInvalidNotification)
 	}
-	if len(nonce) != c.aead.NonceSize() {
-		return nil, fmt.Errorf("%w: nonce of %d bytes, want %d", model.ErrInvalidNotification, len(nonce), c.aead.NonceSize())
+	if len(nonce) != c.aeads[0].NonceSize() {
+		return nil, fmt.Errorf("%w: nonce of %d bytes, want %d", model.ErrInvalidNotification, len(nonce), c.aeads[0].NonceSize())
 	}
-	plain, err := c.aead.Open(nil, []byte(nonce), ct, []byte(ad))
-	if err != nil {
-		return nil, ErrDecrypt
+	// While the APIv3 key is reset WeChat Pay may seal with either key:
+	// the GCM tag refuses the wrong one, so trying each is safe.
+	for _, aead := range c.aeads {
+		if plain, err := aead.Open(nil, []byte(nonce), ct, []byte(ad)); err == nil {
+			return plain, nil
+		}
 	}
-	return plain, nil
+	return nil, ErrDecrypt
 }
 
 // transaction checks a paid transaction (from a notification or a query)
@@ -320,6 +326,8 @@ func (c *Client) transaction(t paidResource) (Transaction, error) {
 		return Transaction{}, fmt.Errorf("%w: %q", ErrNotPaid, clip(t.TradeState))
 	}
 	tx := Transaction{
+		MchID:         t.MchID,
+		AppID:         t.AppID,
 		TransactionID: t.TransactionID,
 		OutTradeNo:    t.OutTradeNo,
 		TradeType:     t.TradeType,
@@ -357,8 +365,8 @@ func (c *Client) ours(mchID, appID string) error {
 	if mchID != c.mchID {
 		return fmt.Errorf("%w: mchid %q", model.ErrWrongMerchant, clip(mchID))
 	}
-	if appID != c.appID {
-		return fmt.Errorf("%w: appid %q", model.ErrWrongMerchant, clip(appID))
+	if !c.appIDs[appID] {
+		return fmt.Errorf("%w: appid %q of mchid %q", model.ErrUnknownApp, clip(appID), clip(mchID))
 	}
 	return nil
 }

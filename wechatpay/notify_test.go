@@ -88,6 +88,7 @@ func TestVerifyNotification(t *testing.T) {
 	want := wechatpay.Transaction{
 		TransactionID: "4200002026120100000000000001", OutTradeNo: "DEMO-1001", Total: 10000, Currency: "CNY",
 		SuccessTime: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), TradeType: "NATIVE", NotifyID: "EV-2026-0001",
+		MchID: mchID, AppID: appID,
 	}
 	byCert := spec{keyFile: "wechatpay_platform_private_key.pem", serial: certSerial}
 	for _, tc := range []struct {
@@ -128,7 +129,7 @@ func TestVerifyNotification(t *testing.T) {
 		}}, wechatpay.ErrSignature},
 		{"OtherAPIv3Key", both, spec{apiV3Key: "another-32-byte-apiv3-key-here!!"}, wechatpay.ErrDecrypt},
 		{"OtherMchID", both, spec{resource: with(paid(), "mchid", "1900000002")}, model.ErrWrongMerchant},
-		{"OtherAppID", both, spec{resource: with(paid(), "appid", "wx0000000000000099")}, model.ErrWrongMerchant},
+		{"OtherAppID", both, spec{resource: with(paid(), "appid", "wx0000000000000099")}, model.ErrUnknownApp},
 		{"NotPaid", both, spec{resource: with(paid(), "trade_state", "NOTPAY")}, wechatpay.ErrNotPaid},
 		{"NoAmount", both, spec{resource: with(paid(), "amount", map[string]any{"currency": "CNY"})}, model.ErrInvalidNotification},
 		{"AmountNotInteger", both, spec{resource: with(paid(), "amount", map[string]any{"total": 100.5})}, model.ErrInvalidNotification},
@@ -225,6 +226,40 @@ func TestVerifyNotificationClock(t *testing.T) {
 			}
 			if !tc.ok && !errors.Is(err, wechatpay.ErrStaleTimestamp) {
 				t.Fatalf("err %v, want ErrStaleTimestamp", err)
+			}
+		})
+	}
+}
+
+// A merchant with several appids (PROVIDERS_FILE) takes each one's
+// notifications, names the app in the transaction, and refuses an appid it
+// was not given; an APIv3 key being reset opens notices sealed with either
+// key, the new one listed first.
+func TestVerifyNotificationAppsAndKeys(t *testing.T) {
+	const other, unknown = "wx2222222222222222", "wx9999999999999999"
+	const newKey = "new-32-byte-apiv3-key-0123456789"
+	cfg := clientConfig(t, true, false)
+	cfg.AppIDs = []string{other}
+	cfg.APIv3Key, cfg.OldAPIv3Keys = newKey, []string{cfg.APIv3Key}
+	c := newClient(t, cfg)
+	for _, tc := range []struct {
+		name, appID, key string
+		err              error
+	}{
+		{"FirstAppOldKey", appID, apiV3Key, nil},
+		{"SecondAppOldKey", other, apiV3Key, nil},
+		{"SecondAppNewKey", other, newKey, nil},
+		{"UnknownApp", unknown, newKey, model.ErrUnknownApp},
+		{"UnknownKey", other, "another-32-byte-apiv3-key-here!!", wechatpay.ErrDecrypt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, body := build(t, spec{resource: with(paid(), "appid", tc.appID), apiV3Key: tc.key})
+			n, err := c.VerifyNotification(context.Background(), h, body)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if err == nil && (n.Payment.AppID != tc.appID || n.Payment.MchID != mchID) {
+				t.Errorf("payment of mchid %q appid %q, want %q %q", n.Payment.MchID, n.Payment.AppID, mchID, tc.appID)
 			}
 		})
 	}

@@ -22,12 +22,28 @@ import (
 type Provider struct {
 	*Client
 	notifyURL string
+	// appID is the app payments start in: "" the client's first.
+	appID string
 }
 
 // NewProvider returns c as a provider whose trades notify notifyURL.
 func NewProvider(c *Client, notifyURL string) *Provider {
 	return &Provider{Client: c, notifyURL: notifyURL}
 }
+
+// ForApp is p starting payments in the merchant's app appID (one of the
+// client's): everything else a merchant's apps share.
+func (p *Provider) ForApp(appID string) *Provider {
+	q := *p
+	q.appID = appID
+	return &q
+}
+
+// MchID is the merchant p is: the ledger's account.
+func (c *Client) MchID() string { return c.mchID }
+
+// AppID is the merchant's first appid: a payment's default app.
+func (c *Client) AppID() string { return c.appID }
 
 // Accepts reports whether m is one of WeChat Pay's: native, h5, jsapi or
 // app.
@@ -49,7 +65,7 @@ func (p *Provider) StartPayment(ctx context.Context, s model.PayStart) (string, 
 	}
 	a, err := p.Pay(ctx, PayRequest{
 		Method: Method(s.Method), OutTradeNo: s.OutTradeNo, Description: s.Subject, Total: fen,
-		ExpireAt: s.ExpireAt, NotifyURL: p.notifyURL, OpenID: s.Payer.OpenID, PayerIP: s.Payer.IP,
+		ExpireAt: s.ExpireAt, NotifyURL: p.notifyURL, OpenID: s.Payer.OpenID, PayerIP: s.Payer.IP, AppID: p.appID,
 	})
 	if err != nil {
 		return "", tag(err)
