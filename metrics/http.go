@@ -37,9 +37,6 @@ func (m *Metrics) newHTTP() {
 		Name: "paynotify_notify_refused_total",
 		Help: "Notifications refused for whom they name, by provider and reason: unknown_app (validly signed for an app or merchant this instance is not configured for: the buyer paid, the order waits; add the app to PROVIDERS_FILE).",
 	}, []string{"provider", "reason"})
-	for _, p := range model.Providers {
-		m.refused.WithLabelValues(string(p), RefusedUnknownApp)
-	}
 	m.reg.MustRegister(m.notifications, m.answers, m.notifyLatency, m.requests, m.requestTime, m.refused)
 }
 

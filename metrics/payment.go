@@ -51,6 +51,7 @@ func (m *Metrics) Providers(providers []model.Provider) {
 		m.refunds.WithLabelValues(string(p), "failed")
 		m.answers.WithLabelValues(string(p), AnswerSuccess)
 		m.answers.WithLabelValues(string(p), AnswerFailure)
+		m.refused.WithLabelValues(string(p), RefusedUnknownApp)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
