@@ -19,7 +19,7 @@ import (
 )
 
 // commands are every subcommand, for the tests that hold for all of them.
-var commands = []string{"serve", "migrate", "consume", "reconcile", "dev", "sign", "healthcheck", "hash-password"}
+var commands = []string{"serve", "migrate", "consume", "reconcile", "dev", "sign", "healthcheck", "hash-password", "listen"}
 
 // runCommand runs the program in-process with a database path of its own
 // in the environment, and returns the error, what it printed, and whether

@@ -9,6 +9,7 @@
 //	paynotify sign           sign a notification (an Alipay form, or a WeChat Pay body as a curl command) with a private key (QA)
 //	paynotify healthcheck    ask a running service whether it is ready (containers)
 //	paynotify hash-password  make a console operator's bcrypt hash
+//	paynotify listen         a local webhook receiver that verifies and prints each delivery (receivers' developers)
 //
 // Every command answers -h with its usage.
 package main
@@ -38,6 +39,7 @@ commands:
   sign           sign a notification: paynotify sign [-key KEY.pem] [-set k=v ...] [FILE] (Alipay), paynotify sign -provider wechatpay BODY.json | sh (WeChat Pay)
   healthcheck    exit 0 if the service at HTTP_ADDR answers /readyz, else 1
   hash-password  print a bcrypt hash for CONSOLE_OPERATORS: paynotify hash-password [OPERATOR] < password
+  listen         a local webhook receiver: paynotify listen -secret whsec_... [-addr 127.0.0.1:9000] [-forward URL]
 
 paynotify <command> -h shows a command's flags.
 `
@@ -119,6 +121,8 @@ func run(ctx context.Context, env environment) error {
 		return healthcheck(ctx, env2)
 	case "hash-password":
 		return hashPassword(env2)
+	case "listen":
+		return listenCmd(ctx, env2)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return nil
