@@ -26,8 +26,11 @@ type Config struct {
 	// NotifyGroupApply: "on" applies first notices that queue behind a
 	// transaction in flight together, in one transaction; "off", each in
 	// its own.
-	NotifyGroupApply string     `env:"NOTIFY_GROUP_APPLY" envDefault:"on"`
-	LogLevel         slog.Level `env:"LOG_LEVEL" envDefault:"INFO"`
+	NotifyGroupApply string `env:"NOTIFY_GROUP_APPLY" envDefault:"on"`
+	// NotifyDuplicateCache is how many trades seen committed an instance
+	// remembers to answer their duplicates without the database; 0: off.
+	NotifyDuplicateCache int        `env:"NOTIFY_DUPLICATE_CACHE" envDefault:"100000"`
+	LogLevel             slog.Level `env:"LOG_LEVEL" envDefault:"INFO"`
 
 	// With NotifyTimeout, APITimeout and DBTimeout are the deadlines nothing
 	// waits on the database past: one notification, one /api/v1 or
@@ -180,6 +183,7 @@ func (c *Config) check(vars map[string]string, unreadable map[string]bool) []str
 	check("DB_DRIVER", c.DBDriver == "mysql" || c.DBDriver == "sqlite", "mysql or sqlite", false)
 	positive("DB_MAX_OPEN_CONNS", c.DBMaxOpenConns > 0)
 	check("NOTIFY_GROUP_APPLY", c.NotifyGroupApply == "on" || c.NotifyGroupApply == "off", "on or off", false)
+	check("NOTIFY_DUPLICATE_CACHE", c.NotifyDuplicateCache >= 0 && c.NotifyDuplicateCache <= 10_000_000, "0 (off) to 10000000 trades", false)
 	check("API_JWT_SECRET", c.APIJWTSecret == "" || len(c.APIJWTSecret) >= 32, "at least 32 bytes (HS256 needs a 256-bit secret)", true)
 	check("ADMIN_TOKEN", c.AdminToken == "" || len(c.AdminToken) >= 16, "at least 16 characters", true)
 	if c.DBDriver == "mysql" && vars["DB_DSN"] == "" {

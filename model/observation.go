@@ -27,6 +27,13 @@ type Observation struct {
 	// Ref says where the observation came from, kept for reference only:
 	// a notification's id, QueryRef, or BillRef.
 	Ref string
+	// App and Status are what a notification named, kept for no row: the
+	// provider's app (Alipay's app_id, WeChat Pay's appid) and its word for
+	// the trade's state (Alipay's trade_status, WeChat Pay's trade_state).
+	// A duplicate is answered from memory only for a notification that
+	// names the same ones as the one recorded (service.DuplicateCache);
+	// empty when not learnt from a notification.
+	App, Status string
 }
 
 // QueryRef is the Ref of a payment an active query found.
@@ -60,7 +67,7 @@ func (o Observation) Check() error {
 // Observation is a paid notification as the ledger takes it.
 func (n Notification) Observation() Observation {
 	return Observation{Provider: ProviderAlipay, TradeNo: n.TradeNo, OutTradeNo: n.OutTradeNo,
-		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID}
+		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID, App: n.AppID, Status: string(n.TradeStatus)}
 }
 
 // Observation is a trade a query found paid, as the ledger takes it.

@@ -31,3 +31,7 @@ func Groups(p *Payments) int64 {
 	}
 	return p.group.groups.Load()
 }
+
+// SetDefaultDuplicateCache sets the duplicate cache NewPayments gives
+// (0: off), for a test binary that runs every test both ways.
+func SetDefaultDuplicateCache(size int) { defaultSeenSize = size }

@@ -202,7 +202,9 @@ func TestGroupApplySQL(t *testing.T) {
 func TestGroupApplyDuplicatesSQL(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		g := newGate(t, store)
-		p := service.NewPayments(store)
+		// The duplicate cache would answer them before any group: this is
+		// the database's answer, another instance's or a forgotten trade's.
+		p := service.NewPayments(store, service.DuplicateCache(0))
 		var ns []model.Observation
 		for range 3 {
 			o := mustOrder(t, store, newSN("GD-"), "1.00")
@@ -263,7 +265,9 @@ var groupSQL = map[string]struct{ lock, insertPayments, markOrdersPaid, insertEv
 func TestGroupApplyAnomaliesFallBack(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		g := newGate(t, store)
-		p := service.NewPayments(store)
+		// Off: the duplicates below are the group lookup's to answer (the
+		// cache would answer them before they queue).
+		p := service.NewPayments(store, service.DuplicateCache(0))
 		h := hook(p)
 		sn := func(prefix string) string { return mustOrder(t, store, newSN(prefix), "10.00").OrderSN }
 		first := sn("GA-FIRST-")

@@ -25,12 +25,13 @@ type Payments struct {
 	OnFallback func(Fallback)
 	now        func() time.Time
 	group      *applier // nil: every notification is applied alone
+	seen       *seen    // nil: every duplicate asks the database
 }
 
 // NewPayments returns the payment use cases over store, with group apply
 // on unless an option turns it off.
 func NewPayments(store *dao.Store, opts ...PaymentsOption) *Payments {
-	p := &Payments{store: store, now: time.Now}
+	p := &Payments{store: store, now: time.Now, seen: newSeen(defaultSeenSize)}
 	p.group = newApplier(p, defaultGroupLimits)
 	for _, o := range opts {
 		o(p)
@@ -52,6 +53,17 @@ func GroupApply(on bool) PaymentsOption {
 	}
 }
 
+// defaultSeenSize is NewPayments' duplicate cache; a variable so that a
+// test binary can run every test with the cache off (export_test.go).
+var defaultSeenSize = DefaultDuplicateCacheSize
+
+// DuplicateCache sets how many trades seen committed this instance
+// remembers to answer their duplicates without the database
+// (NOTIFY_DUPLICATE_CACHE; see seen); 0 turns the cache off.
+func DuplicateCache(size int) PaymentsOption {
+	return func(p *Payments) { p.seen = newSeen(size) }
+}
+
 // Observe applies an observed payment to its order, exactly once: the one
 // way into the ledger, whichever provider took the money and however it
 // was learnt (a notification, an active query, checkout's close, or the
@@ -64,7 +76,9 @@ func GroupApply(on bool) PaymentsOption {
 // the outcome is observeOne's:
 //
 //   - a trade already recorded for the same order and amount is a
-//     duplicate, answered from a plain read without taking any lock;
+//     duplicate, answered from a plain read without taking any lock — or,
+//     if this instance saw it committed and the observation names the
+//     same out_trade_no, amount, app and status, from memory (see seen);
 //   - a trade recorded for another order or amount is model.ErrTradeConflict;
 //   - otherwise, in one transaction, the order row is locked, the payment is
 //     inserted in the state model.Decide gives, and an APPLIED payment moves
@@ -81,10 +95,25 @@ func (p *Payments) Observe(ctx context.Context, n model.Observation) (model.Paym
 	if err := n.Check(); err != nil {
 		return model.Payment{}, "", err
 	}
-	if p.group != nil {
-		return p.group.observe(ctx, n)
+	if pay, ok := p.seen.answer(n); ok {
+		return pay, model.OutcomeDuplicate, nil
 	}
-	return p.observeOne(ctx, n)
+	var (
+		pay     model.Payment
+		outcome model.Outcome
+		err     error
+	)
+	if p.group != nil {
+		pay, outcome, err = p.group.observe(ctx, n)
+	} else {
+		pay, outcome, err = p.observeOne(ctx, n)
+	}
+	if err == nil {
+		// Every outcome without an error is a row committed, or read
+		// committed, for this trade: the duplicate's answer from now on.
+		p.seen.add(n, pay)
+	}
+	return pay, outcome, err
 }
 
 // observeOne applies one notification in its own transaction: the
