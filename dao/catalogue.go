@@ -53,26 +53,37 @@ func (s *Store) adjustStock(ctx context.Context, items []model.ItemRequest, sell
 	}
 	// One statement; it locks the SKU rows in ascending id, the stock lock
 	// order. The CHECK refuses a reservation that is not there.
-	var qty strings.Builder
-	args := make([]any, 0, 2*len(items))
-	ids := make([]int64, len(items))
-	qty.WriteString("CASE id")
-	for i, it := range items {
-		qty.WriteString(" WHEN ? THEN ?")
-		args = append(args, it.SKUID, it.Quantity)
-		ids[i] = it.SKUID
-	}
-	qty.WriteString(" END")
-	set := map[string]any{"lock_stock": gorm.Expr("lock_stock - "+qty.String(), args...), "modify_time": time.Now().UTC()}
+	// Raw SQL (groupsql.go): the group transaction sells through here.
+	var q strings.Builder
+	q.WriteString("UPDATE `" + skuTable + "` SET `lock_stock`=lock_stock - ")
+	caseID(&q, len(items))
+	q.WriteString(",`modify_time`=?")
 	if sell {
-		set["stock"] = gorm.Expr("stock - "+qty.String(), args...)
+		q.WriteString(",`stock`=stock - ")
+		caseID(&q, len(items))
 	}
-	res := s.db.WithContext(ctx).Table(skuTable).Where("id IN ?", ids).Updates(set)
-	if res.Error != nil {
-		return mapErr(res.Error)
+	q.WriteString(" WHERE id IN ")
+	placeholders(&q, len(items))
+	args := make([]any, 0, 6*len(items)+1)
+	addCase := func() {
+		for _, it := range items {
+			args = append(args, it.SKUID, it.Quantity)
+		}
 	}
-	if int(res.RowsAffected) != len(items) {
-		return fmt.Errorf("%w: %s: %d of %d SKUs adjusted", model.ErrStateChanged, what, res.RowsAffected, len(items))
+	addCase()
+	args = append(args, time.Now().UTC())
+	if sell {
+		addCase()
+	}
+	for _, it := range items {
+		args = append(args, it.SKUID)
+	}
+	affected, err := s.exec(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	if int(affected) != len(items) {
+		return fmt.Errorf("%w: %s: %d of %d SKUs adjusted", model.ErrStateChanged, what, affected, len(items))
 	}
 	return nil
 }

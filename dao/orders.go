@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"paynotify/model"
 )
@@ -35,9 +33,15 @@ type Trades struct {
 // duplicates — a resent storm — costs one statement on one table.
 func (s *Store) TradesLookup(ctx context.Context, provider model.Provider, tradeNos, outTradeNos []string) (Trades, error) {
 	t := Trades{Payments: map[string]model.Payment{}, Attempts: map[string]model.PayAttempt{}, Orders: map[string]int64{}}
-	err := s.scanTrades(ctx, &t, provider, `
-SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no
-  FROM oms_order_payment WHERE provider = ? AND trade_no IN ?`, provider, tradeNos)
+	var q strings.Builder
+	q.WriteString("SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN ")
+	placeholders(&q, len(tradeNos))
+	args := make([]any, 0, 1+len(tradeNos))
+	args = append(args, string(provider))
+	for _, tn := range tradeNos {
+		args = append(args, tn)
+	}
+	err := s.scanTrades(ctx, &t, provider, q.String(), args...)
 	if err != nil {
 		return t, err
 	}
@@ -50,18 +54,24 @@ SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason,
 	if len(missing) == 0 {
 		return t, nil
 	}
-	err = s.scanTrades(ctx, &t, provider, `
-SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no
-  FROM oms_pay_attempt WHERE out_trade_no IN ?
-UNION ALL
-SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0
-  FROM oms_order WHERE order_sn IN ?`, missing, missing)
+	q.Reset()
+	q.WriteString("SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN ")
+	placeholders(&q, len(missing))
+	q.WriteString(" UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN ")
+	placeholders(&q, len(missing))
+	args = args[:0]
+	for range 2 {
+		for _, sn := range missing {
+			args = append(args, sn)
+		}
+	}
+	err = s.scanTrades(ctx, &t, provider, q.String(), args...)
 	return t, err
 }
 
 // scanTrades runs one of TradesLookup's statements into t.
 func (s *Store) scanTrades(ctx context.Context, t *Trades, provider model.Provider, query string, args ...any) error {
-	rows, err := s.db.WithContext(ctx).Raw(query, args...).Rows()
+	rows, err := s.query(ctx, query, args...)
 	if matchesNothing(err) {
 		return nil
 	}
@@ -108,12 +118,9 @@ func (s *Store) scanTrades(ctx context.Context, t *Trades, provider model.Provid
 // one by one instead, each with its own retries.
 func (s *Store) UpdateOrders(ctx context.Context, ids []int64, fn func(ctx context.Context, tx *OrdersTx, orders []model.Order) error) error {
 	return s.transact(ctx, 1, func(ctx context.Context, tx *Store) error {
-		var orders []model.Order
-		err := tx.db.WithContext(ctx).Table(orderTable).Select(orderColumns).
-			Where("id IN ?", ids).Order("id").
-			Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&orders).Error
+		orders, err := tx.ordersForUpdate(ctx, ids)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
 		otx := &OrdersTx{s: tx, orders: map[int64]model.Order{}}
 		for _, o := range orders {
@@ -122,6 +129,42 @@ func (s *Store) UpdateOrders(ctx context.Context, ids []int64, fn func(ctx conte
 		return fn(ctx, otx, orders)
 	})
 }
+
+// ordersForUpdate reads the orders with these ids and locks their rows, in
+// ascending id, with one statement (SQLite locks the whole database at
+// BEGIN IMMEDIATE instead).
+func (s *Store) ordersForUpdate(ctx context.Context, ids []int64) ([]model.Order, error) {
+	var q strings.Builder
+	q.WriteString("SELECT " + orderSelectList + " FROM `" + orderTable + "` WHERE id IN ")
+	placeholders(&q, len(ids))
+	q.WriteString(" ORDER BY id")
+	if s.driver == DriverMySQL {
+		q.WriteString(" FOR UPDATE")
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	orders := make([]model.Order, 0, len(ids))
+	for rows.Next() {
+		var o model.Order
+		if err := rows.Scan(&o.ID, &o.OrderSN, &o.MemberID, &o.PayAmount, &o.Status, &o.PayType, &o.PaymentTime,
+			&o.TotalAmount, &o.CouponID, &o.CouponAmount, &o.Integration, &o.IntegrationAmount, &o.StockReservation,
+			&o.CreateTime, &o.ModifyTime); err != nil {
+			return nil, mapErr(err)
+		}
+		orders = append(orders, o)
+	}
+	return orders, mapErr(rows.Err())
+}
+
+// orderSelectList is orderColumns as a select list.
+var orderSelectList = selectList(orderColumns)
 
 // OrdersTx is a transaction that holds the row locks of a group of
 // orders. Like OrderTx it reaches their payments and attempts, then SKU
@@ -152,24 +195,29 @@ func (tx *OrdersTx) InsertPayments(ctx context.Context, ps []model.Payment) (int
 		return 0, err
 	}
 	now := time.Now().UTC()
-	rows := make([]map[string]any, len(ps))
-	for i, p := range ps {
+	var q strings.Builder
+	q.WriteString("INSERT INTO `" + paymentTable + "` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES ")
+	valuesList(&q, len(ps), 11)
+	if tx.s.driver == DriverMySQL {
+		// A no-op update: 0 rows affected for a trade that exists.
+		q.WriteString(" ON DUPLICATE KEY UPDATE `provider`=`provider`")
+	} else {
+		q.WriteString(" ON CONFLICT (`provider`,`trade_no`) DO NOTHING")
+	}
+	args := make([]any, 0, 11*len(ps))
+	for _, p := range ps {
 		if err := tx.own(p.OrderID); err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{
-			"provider": p.Provider, "trade_no": p.TradeNo, "order_id": p.OrderID,
-			"out_trade_no": p.OutTradeNo, "amount": p.Amount.StringFixed(2),
-			"state": p.State, "reason": p.Reason, "notify_id": p.NotifyID,
-			"paid_at": p.PaidAt, "create_time": now, "update_time": now,
+		var paidAt any // NULL
+		if p.PaidAt != nil {
+			paidAt = *p.PaidAt
 		}
+		args = append(args, p.Amount.StringFixed(2), now, p.NotifyID, p.OrderID, p.OutTradeNo, paidAt,
+			string(p.Provider), string(p.Reason), string(p.State), p.TradeNo, now)
 	}
-	conflict := clause.OnConflict{Columns: []clause.Column{{Name: "provider"}, {Name: "trade_no"}}, DoNothing: true}
-	if tx.s.driver == DriverMySQL {
-		conflict = clause.OnConflict{DoUpdates: clause.Set{{Column: clause.Column{Name: "provider"}, Value: clause.Column{Name: "provider"}}}}
-	}
-	res := tx.s.db.WithContext(ctx).Table(paymentTable).Clauses(conflict).Create(rows)
-	return int(res.RowsAffected), mapErr(res.Error)
+	n, err := tx.s.exec(ctx, q.String(), args...)
+	return int(n), err
 }
 
 // MarkAttemptsPaid moves the held orders' attempts with these
@@ -178,9 +226,24 @@ func (tx *OrdersTx) MarkAttemptsPaid(ctx context.Context, outTradeNos []string) 
 	if err := tx.step(rankOrderRows); err != nil {
 		return err
 	}
-	return mapErr(tx.s.db.WithContext(ctx).Model(&attemptRecord{}).
-		Where("out_trade_no IN ? AND order_id IN ? AND state IN ?", outTradeNos, tx.ids(), []model.AttemptState{model.AttemptOpen, model.AttemptClosed}).
-		Updates(map[string]any{"state": model.AttemptPaid, "update_time": time.Now().UTC()}).Error)
+	ids := tx.ids()
+	var q strings.Builder
+	q.WriteString("UPDATE `" + attemptTable + "` SET `state`=?,`update_time`=? WHERE out_trade_no IN ")
+	placeholders(&q, len(outTradeNos))
+	q.WriteString(" AND order_id IN ")
+	placeholders(&q, len(ids))
+	q.WriteString(" AND state IN (?,?)")
+	args := make([]any, 0, 4+len(outTradeNos)+len(ids))
+	args = append(args, string(model.AttemptPaid), time.Now().UTC())
+	for _, o := range outTradeNos {
+		args = append(args, o)
+	}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	args = append(args, string(model.AttemptOpen), string(model.AttemptClosed))
+	_, err := tx.s.exec(ctx, q.String(), args...)
+	return err
 }
 
 // MarkOrdersPaid moves held orders from awaiting payment to paid with
@@ -195,27 +258,28 @@ func (tx *OrdersTx) MarkOrdersPaid(ctx context.Context, payType model.PayType, p
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var when strings.Builder
-	args := make([]any, 0, 2*len(ids))
-	when.WriteString("CASE id")
+	var q strings.Builder
+	q.WriteString("UPDATE `" + orderTable + "` SET `modify_time`=?,`pay_type`=?,`payment_time`=")
+	caseID(&q, len(ids))
+	q.WriteString(",`status`=? WHERE id IN ")
+	placeholders(&q, len(ids))
+	q.WriteString(" AND status = ?")
+	args := make([]any, 0, 4+3*len(ids))
+	args = append(args, time.Now().UTC(), int64(payType))
 	for _, id := range ids {
-		when.WriteString(" WHEN ? THEN ?")
 		args = append(args, id, paidAt[id].UTC())
 	}
-	when.WriteString(" END")
-	res := tx.s.db.WithContext(ctx).Table(orderTable).
-		Where("id IN ? AND status = ?", ids, model.OrderAwaitingPayment).
-		Updates(map[string]any{
-			"status":       model.OrderPaid,
-			"pay_type":     payType,
-			"payment_time": gorm.Expr(when.String(), args...),
-			"modify_time":  time.Now().UTC(),
-		})
-	if res.Error != nil {
-		return mapErr(res.Error)
+	args = append(args, int64(model.OrderPaid))
+	for _, id := range ids {
+		args = append(args, id)
 	}
-	if int(res.RowsAffected) != len(ids) {
-		return fmt.Errorf("%w: %d of %d orders were awaiting payment", model.ErrStateChanged, res.RowsAffected, len(ids))
+	args = append(args, int64(model.OrderAwaitingPayment))
+	affected, err := tx.s.exec(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	if int(affected) != len(ids) {
+		return fmt.Errorf("%w: %d of %d orders were awaiting payment", model.ErrStateChanged, affected, len(ids))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -47,18 +48,21 @@ func (s *Store) insertEvents(ctx context.Context, events ...model.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	recs := make([]outboxRecord, len(events))
-	for i, ev := range events {
+	// Raw SQL (groupsql.go): every notification's event comes through here.
+	var q strings.Builder
+	q.WriteString("INSERT INTO `" + outboxTable + "` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES ")
+	valuesList(&q, len(events), 10)
+	args := make([]any, 0, 10*len(events))
+	for _, ev := range events {
 		payload, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
-		recs[i] = outboxRecord{
-			EventID: ev.ID, AggregateID: ev.AggregateID, EventType: string(ev.Type), Payload: string(payload),
-			State: string(model.OutboxPending), NextAttemptAt: ev.OccurredAt, CreateTime: ev.OccurredAt,
-		}
+		args = append(args, ev.ID, ev.AggregateID, string(ev.Type), string(payload), string(model.OutboxPending),
+			0, ev.OccurredAt, "", ev.OccurredAt, nil)
 	}
-	return mapErr(s.db.WithContext(ctx).Create(&recs).Error)
+	_, err := s.exec(ctx, q.String(), args...)
+	return err
 }
 
 // claimEvents claims up to limit unsent events that are due, oldest first:

@@ -77,7 +77,7 @@ func (s *Store) transact(ctx context.Context, tries int, fn func(ctx context.Con
 	for attempt := 1; attempt <= tries; attempt++ {
 		s.traced("BEGIN")
 		err = mapErr(s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
-			return fn(ctx, &Store{db: db, driver: s.driver, ready: s.ready})
+			return fn(ctx, &Store{db: db, driver: s.driver, ready: s.ready, trace: s.trace})
 		}))
 		if err == nil {
 			s.traced("COMMIT")

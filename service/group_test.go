@@ -255,7 +255,7 @@ var groupSQL = map[string]struct{ lock, insertPayments, markOrdersPaid, insertEv
 		lock:           groupLock,
 		insertPayments: payments3 + "ON CONFLICT (`provider`,`trade_no`) DO NOTHING",
 		markOrdersPaid: ordersPaid3,
-		insertEvents:   events3 + " RETURNING `id`",
+		insertEvents:   events3,
 	},
 }
 

@@ -120,6 +120,6 @@ var observeSQL = map[string]struct{ lookup, lockBySN, lockByID, insertPayment, i
 		lockBySN:      orderSelect + "order_sn = ? LIMIT 1",
 		lockByID:      orderSelect + "id = ? LIMIT 1",
 		insertPayment: paymentInsert + "ON CONFLICT (`provider`,`trade_no`) DO NOTHING",
-		insertEvent:   eventInsert + " RETURNING `id`",
+		insertEvent:   eventInsert,
 	},
 }
