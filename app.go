@@ -49,6 +49,9 @@ type app struct {
 	// weChatNotice, if set, checks WeChat Pay's notifications instead of
 	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
 	weChatNotice handler.WeChatPayVerifier
+	// logDropped, if set, counts the log lines dropped because the log's
+	// output could not keep up (serve's asynclog.Writer).
+	logDropped func() uint64
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -58,6 +61,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	reg := metrics.NewRegistry(a.store.SQL())
 	m := metrics.New(reg)
 	m.WatchState(a.store)
+	m.WatchLogDropped(a.logDropped)
 
 	// Use Cases
 	if a.cfg.APIJWTSecret == "" {

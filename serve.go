@@ -13,6 +13,7 @@ import (
 	"paynotify/broker"
 	"paynotify/config"
 	"paynotify/dao"
+	"paynotify/internal/asynclog"
 	"paynotify/service"
 	"paynotify/wechatpay"
 )
@@ -54,9 +55,13 @@ func serve(ctx context.Context, env environment) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(env.stderr, cfg.LogLevel, true)
+	// Log lines leave from a goroutine of their own, batched: no request
+	// waits for stderr (dropped and counted if it cannot keep up).
+	logOut := asynclog.New(env.stderr, asynclog.DefaultLimit, asynclog.DefaultLinger)
+	defer logOut.Close()
+	log := newLogger(logOut, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
-	a := app{cfg: cfg}
+	a := app{cfg: cfg, logDropped: logOut.Dropped}
 	if pc.alipayOn {
 		if a.alipay, err = alipay.New(pc.alipay); err != nil {
 			return err

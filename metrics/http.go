@@ -88,6 +88,20 @@ func (m *Metrics) WatchReady(ready func(context.Context) error) {
 	}))
 }
 
+// WatchLogDropped registers paynotify_log_lines_dropped_total, read at
+// every scrape from dropped (nil: none are dropped).
+func (m *Metrics) WatchLogDropped(dropped func() uint64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "paynotify_log_lines_dropped_total",
+		Help: "Log lines dropped rather than block a request, because the log's output could not keep up.",
+	}, func() float64 {
+		if dropped == nil {
+			return 0
+		}
+		return float64(dropped())
+	}))
+}
+
 // Requested counts an HTTP request by its route's template, method and
 // status, answered after took.
 func (m *Metrics) Requested(route, method, status string, took time.Duration) {
