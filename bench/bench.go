@@ -319,9 +319,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	for _, c := range b.opt.levels {
 		var bodies [][]byte // the first notices the storm resends
 		var wxReqs []weChatRequest
-		kinds := []string{kindNaive, kindTuned, kindFirst, kindDuplicate}
+		kinds := []string{kindNaive, kindTuned, kindCeiling, kindFirst, kindDuplicate}
 		if b.purger != nil {
-			kinds = []string{kindNaive, kindTuned, kindFirst, kindFirstPurge, kindDuplicate}
+			kinds = []string{kindNaive, kindTuned, kindCeiling, kindFirst, kindFirstPurge, kindDuplicate}
 		}
 		if b.opt.wechatpay {
 			kinds = append(kinds, kindWeChatFirst, kindWeChatDuplicate)
@@ -363,6 +363,14 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 						return nil, err
 					}
 					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
+				case kindCeiling:
+					// The tuned pool: the service's DSN interpolates too.
+					orders := makeOrders("D"+prefix, per)
+					if err := seedOrders(ctx, tuned, orders); err != nil {
+						return nil, err
+					}
+					g := &groupClient{db: tuned}
+					warm, meas = ceilingOps(g, orders[:w]), ceilingOps(g, orders[w:])
 				case kindFirst, kindFirstPurge, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
 					orders := makeOrders(letter+prefix, per)
 					if err := seedOrders(ctx, db, orders); err != nil {

@@ -231,6 +231,75 @@ func (r *report) write(w io.Writer) {
 	if r.profileErr != "" {
 		fmt.Fprintf(w, "\n**Profiling failed**: %s\n", r.profileErr)
 	}
+	r.writeHeadline(w)
+}
+
+// Issue 26's targets, at c=headlineLevel.
+const (
+	headlineLevel    = 32
+	targetVsTuned    = 2.5
+	targetVsCeiling  = 0.9
+	targetDupVsFirst = 5.0
+	targetFirstP99   = 15 * time.Millisecond
+	targetDupP99     = 10 * time.Millisecond
+	targetWeChat     = 0.9
+)
+
+// writeHeadline prints the short table BENCHMARKS.md starts with: each
+// figure beside its baseline in this run, their ratio, and the target.
+func (r *report) writeHeadline(w io.Writer) {
+	c := headlineLevel
+	first, okF := r.find(c, kindFirst)
+	if !okF {
+		return
+	}
+	fmt.Fprintf(w, "\n### Headline (c=%d, one run)\n\n", c)
+	fmt.Fprintln(w, "| figure | this run | baseline, same run | ratio | target |")
+	fmt.Fprintln(w, "|---|---:|---|---:|---|")
+	rps := func(x cell) string { return fmt.Sprintf("%.0f req/s", x.res.throughput()) }
+	ratio := func(a, b cell, target float64) (string, string) {
+		q := a.res.throughput() / b.res.throughput()
+		return fmt.Sprintf("%.2f×", q), fmt.Sprintf("≥ %.1f× %s", target, verdict(q >= target))
+	}
+	if t, ok := r.find(c, kindTuned); ok {
+		q, v := ratio(first, t, targetVsTuned)
+		fmt.Fprintf(w, "| first notices | %s | tuned seed transaction %s | %s | %s |\n", rps(first), rps(t), q, v)
+	}
+	if g, ok := r.find(c, kindCeiling); ok {
+		q, v := ratio(first, g, targetVsCeiling)
+		fmt.Fprintf(w, "| first notices | %s | database-only group ceiling %s | %s | %s |\n", rps(first), rps(g), q, v)
+	}
+	if d, ok := r.find(c, kindDuplicate); ok {
+		q, v := ratio(d, first, targetDupVsFirst)
+		fmt.Fprintf(w, "| duplicates | %s, %.2f stmts/req | first notices | %s | %s |\n", rps(d), d.stmts, q, v)
+	}
+	p99 := func(name string, x cell, target time.Duration) {
+		v := x.res.quantile(.99)
+		fmt.Fprintf(w, "| %s p99 | %.2f ms | — | — | < %v %s |\n", name, ms(v), target, verdict(v < target))
+	}
+	p99("first notices", first, targetFirstP99)
+	if d, ok := r.find(c, kindDuplicate); ok {
+		p99("duplicates", d, targetDupP99)
+	}
+	if wx, ok := r.find(c, kindWeChatFirst); ok {
+		q, v := ratio(wx, first, targetWeChat)
+		fmt.Fprintf(w, "| WeChat Pay first notices | %s | Alipay's %s | %s | %s |\n", rps(wx), rps(first), q, v)
+	}
+	if wd, ok := r.find(c, kindWeChatDuplicate); ok {
+		if d, ok := r.find(c, kindDuplicate); ok {
+			q, v := ratio(wd, d, targetWeChat)
+			fmt.Fprintf(w, "| WeChat Pay duplicates | %s | Alipay's %s | %s | %s |\n", rps(wd), rps(d), q, v)
+		}
+	}
+	fmt.Fprintf(w, "| peak RSS | %.1f MiB | — | — | < %d MiB %s |\n", float64(r.peakRSS)/(1<<20), targetPeakRSS>>20, verdict(r.peakRSS < targetPeakRSS))
+	other := 0.0
+	for _, x := range r.cells {
+		if x.level == c {
+			other = max(other, x.cpu.otherCores())
+		}
+	}
+	fmt.Fprintf(w, "\nCommand: `%s` at %s; other work on the machine: up to %.2f cores in these cells.\n",
+		strings.Join(append([]string{"go -C bench run ."}, r.opt.args...), " "), r.env.commit, other)
 }
 
 func verdict(ok bool) string {
