@@ -117,7 +117,7 @@ func TestGaleraReadinessFollowsTheNode(t *testing.T) {
 			t.Fatalf("signed-in console page on the isolated node: %d, want 503", got)
 		}
 		ti.checkOutageLogged(t, 1, from, `"outcome":"db_unavailable"`, `"code":"unavailable"`, `"msg":"console request failed"`,
-			`"msg":"wechatpay notification refused"`)
+			`"provider":"wechatpay","outcome":"db_unavailable"`)
 
 		node.Isolate(t, false)
 		ti.waitReady(t, 1, http.StatusOK)

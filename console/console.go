@@ -12,6 +12,7 @@ import (
 	"embed"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"paynotify/metrics"
@@ -125,5 +126,29 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 		return
 	}
+	if _, pattern := c.mux.Handler(r); pattern == "" {
+		c.unrouted(w, r)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers a path the console does not have, or a method it does
+// not take there (405 with Allow), with the console's own page rather
+// than the mux's plain text.
+func (c *Console) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := c.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		c.status(w, r, http.StatusNotFound, "No such page.")
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	c.status(w, r, http.StatusMethodNotAllowed, "This page does not take "+r.Method+".")
 }

@@ -48,15 +48,28 @@ type Alipay struct {
 func (a *Alipay) Notify(c *gin.Context) {
 	start := time.Now()
 	outcome, err := a.notify(c)
-	answer := answerSuccess
+	answer, status := answerSuccess, http.StatusOK
 	if err != nil {
-		outcome, answer = notifyFailure(c, err)
+		row := notifyRefused(c, model.ProviderAlipay, err)
+		outcome, answer = row.outcome, answerFailure
+		if row.err == errBodyTooLarge || row.err == errBodyTimeout {
+			// Alipay reads only the word; the status is for whoever
+			// sent a body no notification has.
+			status = row.status
+		}
 		if errors.Is(err, model.ErrUnknownApp) {
 			a.metrics.NotifyRefused(model.ProviderAlipay, metrics.RefusedUnknownApp)
 		}
 	}
 	a.metrics.Notified(model.ProviderAlipay, outcome, answer, time.Since(start))
-	c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(answer))
+	writeAlipay(c, status, answer)
+}
+
+// writeAlipay answers Alipay with status and answer ("success" or
+// "failure"), the one shape of every answer on its path.
+func writeAlipay(c *gin.Context, status int, answer string) {
+	c.Abort()
+	c.Data(status, "text/plain; charset=utf-8", []byte(answer))
 }
 
 func (a *Alipay) notify(c *gin.Context) (string, error) {
@@ -66,7 +79,7 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxNotifyBody)
 	form, err := postForm(c.Request)
 	if err != nil {
-		return "", errBadForm{err}
+		return "", bodyError(err)
 	}
 	if err := a.verifier.VerifyNotification(ctx, form); err != nil {
 		return "", err

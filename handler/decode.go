@@ -19,7 +19,7 @@ import (
 func decodeJSON(c *gin.Context, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxOrderBody))
 	if err != nil {
-		return fmt.Errorf("%w: body: %v", model.ErrInvalidRequest, err)
+		return bodyError(err)
 	}
 	if err := uniqueNames(body); err != nil {
 		return fmt.Errorf("%w: body: %v", model.ErrInvalidRequest, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -13,10 +14,31 @@ import (
 	"paynotify/model"
 )
 
-// errBadForm: the body was not a form, or too large.
-type errBadForm struct{ err error }
+// What reading a request's body can end in, on every surface: bodyError
+// says which.
+var (
+	// errBodyTooLarge: the body is over the surface's cap.
+	errBodyTooLarge = errors.New("body too large")
+	// errBodyTimeout: the body did not arrive before the server's read
+	// deadline.
+	errBodyTimeout = errors.New("body not received in time")
+	// errBadBody: the body ended early, or is not what the surface reads
+	// (a form that does not parse).
+	errBadBody = errors.New("unreadable body")
+)
 
-func (e errBadForm) Error() string { return "unreadable form: " + e.err.Error() }
+// bodyError is err, from reading or parsing a request's body, as one of
+// the body errors above; the cause stays wrapped for the log.
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return fmt.Errorf("%w: over %d bytes", errBodyTooLarge, tooLarge.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: %w", errBodyTimeout, err)
+	}
+	return fmt.Errorf("%w: %w", errBadBody, err)
+}
 
 // errorRow says how the service answers one kind of error: to Alipay (a
 // notification always fails with "failure", Alipay resends; the rows differ
@@ -36,6 +58,10 @@ type errorRow struct {
 // errors carry messages we wrote, so API clients see them; anything not in
 // the table is an internal error whose text stays in the log.
 var errorTable = []errorRow{
+	// The body itself, before anything reads what it says.
+	{errBodyTooLarge, "bad_form", slog.LevelWarn, http.StatusRequestEntityTooLarge, "body_too_large", 0},
+	{errBodyTimeout, "bad_form", slog.LevelWarn, http.StatusRequestTimeout, "body_timeout", 0},
+	{errBadBody, "bad_form", slog.LevelWarn, http.StatusBadRequest, "invalid_request", 0},
 	{model.ErrBadSignature, "bad_signature", slog.LevelWarn, http.StatusBadRequest, "bad_signature", 0},
 	{model.ErrWrongMerchant, "wrong_merchant", slog.LevelWarn, http.StatusBadRequest, "wrong_merchant", 0},
 	{model.ErrInvalidNotification, "invalid", slog.LevelWarn, http.StatusBadRequest, "invalid_notification", 0},
@@ -81,7 +107,25 @@ var errorTable = []errorRow{
 	{context.DeadlineExceeded, "timeout", slog.LevelError, http.StatusServiceUnavailable, "unavailable", 5},
 }
 
+// internalRow answers every error the table does not list.
 var internalRow = errorRow{outcome: "error", level: slog.LevelError, status: http.StatusInternalServerError, code: "internal"}
+
+// words is what a client may read of an error of row r when its wrapped
+// text is not for them (a driver's, the network's): the sentinel's own
+// words, or "internal error" for an error the table does not list.
+func (r errorRow) words() string {
+	if r.err == nil {
+		return "internal error"
+	}
+	return r.err.Error()
+}
+
+// wordsOnly reports whether a client sees only r's words for err, never
+// err's text: an internal error, an outage (the text is the driver's), a
+// retry, a body that timed out (the text is the network's).
+func (r errorRow) wordsOnly(err error) bool {
+	return r.err == nil || r.status >= 500 || errors.Is(err, model.ErrRetryable) || r.err == errBodyTimeout
+}
 
 // gatewayAnswers are the code (after the provider's name and "_") and the
 // message (with its name) of a payment provider's errors.
@@ -119,27 +163,22 @@ func lookup(err error) (errorRow, bool) {
 	return internalRow, false
 }
 
-// notifyFailure logs a failed notification once and names its outcome.
-func notifyFailure(c *gin.Context, err error) (outcome, answer string) {
+// notifyRefused logs a refused notification of provider once, with its
+// cause, and returns its row: the outcome to count and the status the
+// surface answers (each in its own shape).
+func notifyRefused(c *gin.Context, provider model.Provider, err error) errorRow {
 	row, _ := lookup(err)
-	var bad errBadForm
-	if errors.As(err, &bad) {
-		row = errorRow{outcome: "bad_form", level: slog.LevelWarn}
-	}
-	logger(c).Log(c.Request.Context(), row.level, "notification refused", "outcome", row.outcome, "err", err)
-	return row.outcome, answerFailure
+	logger(c).Log(c.Request.Context(), row.level, "notification refused", "provider", string(provider), "outcome", row.outcome, "err", err)
+	return row
 }
 
 // apiError answers an API request with the table's status and code. The
 // message is ours for domain errors, and a fixed phrase otherwise.
 func apiError(c *gin.Context, err error) {
-	row, known := lookup(err)
+	row, _ := lookup(err)
 	msg := err.Error()
-	switch {
-	case !known:
-		msg = "internal error"
-	case row.status >= 500 || errors.Is(err, model.ErrRetryable):
-		msg = row.err.Error() // the sentinel only: the wrapped text is the driver's
+	if row.wordsOnly(err) {
+		msg = row.words()
 	}
 	if code, named, ok := providerAnswer(row, err); ok {
 		row.code, msg = code, named

@@ -86,7 +86,12 @@ func New(d Deps) http.Handler {
 	// Path values are matched escaped and handed over unescaped, so an
 	// idempotency key with a "/" (a visible ASCII character) still routes.
 	r.UseRawPath, r.UnescapePathValues = true, true
+	// A wrong method is 405 with Allow, and it and an unknown path are
+	// answered in their surface's own shape (surface.go).
+	r.HandleMethodNotAllowed = true
 	r.Use(requestID(d.Log), countRequests(m), recovery())
+	r.NoRoute(noRoute)
+	r.NoMethod(noMethod)
 
 	if d.Verifier != nil { // nil: Alipay is not configured
 		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}

@@ -141,7 +141,7 @@ func TestMetricsCountRequestsByRoute(t *testing.T) {
 			`paynotify_http_requests_total{method="GET",route="/healthz",status="200"} 2`,
 			`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
 			`paynotify_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
-			`paynotify_http_requests_total{method="other",route="unmatched",status="404"} 1`,
+			`paynotify_http_requests_total{method="other",route="unmatched",status="405"} 1`, // a wrong method
 			`paynotify_http_request_duration_seconds_count{method="GET",route="/healthz"} 2`,
 		} {
 			if !strings.Contains(body, line+"\n") {

@@ -99,11 +99,16 @@ func logger(c *gin.Context) *slog.Logger {
 	return l.log
 }
 
-// recovery turns a panic into a 500 and one log line.
+// recovery turns a panic into one log line and a 500 in the surface's
+// shape (refuse), unless the handler had already answered.
 func recovery() gin.HandlerFunc {
 	return gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, rec any) {
 		logger(c).Error("panic", "panic", rec)
-		c.AbortWithStatus(http.StatusInternalServerError)
+		if c.Writer.Written() {
+			c.Abort()
+			return
+		}
+		refuse(c, http.StatusInternalServerError, "internal", "internal error")
 	})
 }
 

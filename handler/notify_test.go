@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -61,6 +62,8 @@ func TestNotify(t *testing.T) {
 		req     func(t *testing.T, s *server, sn string) request
 		// want is the answer: "success" or "failure".
 		want string
+		// code is the answer's status; 0 is 200.
+		code int
 		// outcome is the one paynotify_notifications_total label the
 		// request must count: it tells one "failure" from another.
 		outcome string
@@ -188,7 +191,7 @@ func TestNotify(t *testing.T) {
 				return request{query: "%zz", body: s.signedBody(t, paidInFull(sn))}
 			},
 			want: "failure", unchanged: true},
-		{name: "BodyOver64KiB", outcome: "bad_form", req: paid("body", strings.Repeat("x", 64<<10)), want: "failure", unchanged: true},
+		{name: "BodyOver64KiB", outcome: "bad_form", req: paid("body", strings.Repeat("x", 64<<10)), want: "failure", code: http.StatusRequestEntityTooLarge, unchanged: true},
 		{name: "NotAForm", outcome: "bad_form",
 			req: func(t *testing.T, s *server, sn string) request {
 				return request{body: s.signedBody(t, paidInFull(sn)) + "&%zz"}
@@ -265,8 +268,8 @@ func TestNotify(t *testing.T) {
 				was, counted := snapshot(t, store), s.outcomes(t)
 
 				code, answer := s.notify(req.query, req.body)
-				if code != http.StatusOK || answer != tc.want {
-					t.Fatalf("answer: %d %q, want 200 %q", code, answer, tc.want)
+				if code != cmp.Or(tc.code, http.StatusOK) || answer != tc.want {
+					t.Fatalf("answer: %d %q, want %d %q", code, answer, cmp.Or(tc.code, http.StatusOK), tc.want)
 				}
 				s.checkCounted(t, counted, tc.outcome)
 				if tc.name == "WrongAppID" {

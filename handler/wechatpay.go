@@ -55,14 +55,9 @@ func (w *WeChatPay) Notify(c *gin.Context) {
 		if errors.Is(err, model.ErrUnknownApp) {
 			w.metrics.NotifyRefused(model.ProviderWechatpay, metrics.RefusedUnknownApp)
 		}
-		row, known := lookup(err)
+		row := notifyRefused(c, model.ProviderWechatpay, err)
 		outcome = row.outcome
-		msg := row.err.Error() // a sentinel's words only: never internal text
-		if !known {
-			msg = "internal error"
-		}
-		logger(c).Log(c.Request.Context(), row.level, "wechatpay notification refused", "outcome", row.outcome, "err", err)
-		c.JSON(row.status, gin.H{"code": "FAIL", "message": msg})
+		writeWeChatFail(c, row.status, row.words()) // a sentinel's words only: never internal text
 		return
 	}
 	logAlso(c, slog.String("outcome", outcome))
@@ -75,7 +70,7 @@ func (w *WeChatPay) notify(c *gin.Context) (string, error) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxNotifyBody)
 	body, err := readBody(c.Request)
 	if err != nil {
-		return "", errBadForm{err}
+		return "", bodyError(err)
 	}
 	n, err := w.verifier.Notice(ctx, c.Request.Header, body)
 	if err != nil {
@@ -103,4 +98,11 @@ func (w *WeChatPay) notify(c *gin.Context) (string, error) {
 	logAlso(c, slog.String("out_trade_no", n.Payment.OutTradeNo), slog.String("trade_no", n.Payment.TradeNo),
 		slog.String("amount", n.Payment.Amount.StringFixed(2)), slog.String("state", string(pay.State)), slog.String("reason", string(pay.Reason)))
 	return string(outcome), nil
+}
+
+// writeWeChatFail answers WeChat Pay with status and {"code":"FAIL",
+// "message":msg}, the one shape of every refusal on its path.
+func writeWeChatFail(c *gin.Context, status int, msg string) {
+	c.Abort()
+	writeJSON(c, status, gin.H{"code": "FAIL", "message": msg})
 }
