@@ -52,6 +52,19 @@ type instance struct {
 	cmd  *exec.Cmd
 	log  *syncBuffer
 	done chan struct{}
+	// killed is set by kill9: the test meant the process to die.
+	killed bool
+}
+
+// kill9 kills the instance with SIGKILL, as a crash would, and waits
+// until it is gone.
+func (in *instance) kill9(t *testing.T) {
+	t.Helper()
+	in.killed = true
+	if err := in.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-in.done
 }
 
 // startInstance runs `paynotify serve` with environ (and nothing else) in
@@ -100,6 +113,9 @@ func startProcess(t *testing.T, command, ready string, environ []string) (*insta
 		close(in.done)
 	}()
 	t.Cleanup(func() {
+		if in.killed {
+			return
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-in.done:
@@ -175,6 +191,34 @@ func startTwoInstances(t *testing.T) *twoInstances {
 // test's own store reads and writes through storeDSN.
 func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ...string) *twoInstances {
 	t.Helper()
+	ti := newInstancesOn(t, dsns, storeDSN, extra...)
+	// Started together: each takes a while to come up under -race.
+	var (
+		wg   sync.WaitGroup
+		errs [2]error
+	)
+	for i := range ti.inst {
+		wg.Go(func() { ti.inst[i], errs[i] = startInstance(t, ti.env(i)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("instance %d: %v", i, err)
+		}
+	}
+	return ti
+}
+
+// newInstancesEnv is newInstancesOn with one database for everything.
+func newInstancesEnv(t *testing.T, dsn string, extra ...string) *twoInstances {
+	t.Helper()
+	return newInstancesOn(t, [2]string{dsn, dsn}, dsn, extra...)
+}
+
+// newInstancesOn migrates the database and makes what two instances need
+// (environment, keys, store), starting none.
+func newInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ...string) *twoInstances {
+	t.Helper()
 	appKey, _ := newKeyPair(t)
 	alipayKey, alipayPub := newKeyPair(t)
 	secret := "instances-test-jwt-secret-0123456789abcdef"
@@ -203,20 +247,6 @@ func startTwoInstancesOn(t *testing.T, dsns [2]string, storeDSN string, extra ..
 		t.Fatal(err)
 	}
 	ti.store, ti.token, ti.secret = store, token, []byte(secret)
-	// Started together: each takes a while to come up under -race.
-	var (
-		wg   sync.WaitGroup
-		errs [2]error
-	)
-	for i := range ti.inst {
-		wg.Go(func() { ti.inst[i], errs[i] = startInstance(t, ti.env(i)) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("instance %d: %v", i, err)
-		}
-	}
 	return ti
 }
 

@@ -49,7 +49,10 @@ func newHooks(log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.
 	}
 	d := service.NewDeliverer(store, keys, webhook.NewSender(h.webhooks.Policy(), w.Timeout), log)
 	d.Schedule, d.Concurrency, d.DisableAfter = schedule, w.Concurrency, w.DisableAfter
-	d.Lease = max(d.Lease, 2*w.Timeout+10*time.Second)
+	// A claim outlives the longest attempt (the answer deadline) twice over,
+	// and no more: an instance killed mid-delivery holds its deliveries
+	// back from the others only that long (40 s by default).
+	d.Lease = 2*w.Timeout + 10*time.Second
 	d.OnAttempt = m.WebhookAttempt
 	h.deliverer = d
 	if w.AllowPrivate {
