@@ -8,6 +8,7 @@
 // round trips per statement) and a tuned one (interpolateParams=true).
 //
 //	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out] [-purge 1000000] [-galera]
+//	go -C bench run . -webhooks [-webhooks-rate 1000] [-webhooks-seconds 10]
 //
 // It is a module of its own (bench/go.mod, which replaces paynotify with
 // ../), so its dependencies, such as github.com/google/pprof, stay out of
@@ -74,6 +75,11 @@ type options struct {
 	// wechatpay also measures WeChat Pay's first notices and duplicates,
 	// on the same processes, beside Alipay's.
 	wechatpay bool
+	// webhooks measures the webhook fan-out instead of the notify table:
+	// first notices paced at hookRate a second for hookSeconds.
+	webhooks    bool
+	hookRate    int
+	hookSeconds int
 }
 
 // envFlags collects repeated -env K=V.
@@ -108,6 +114,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
 	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
+	fs.BoolVar(&o.webhooks, "webhooks", false, "instead of the notify table, measure webhooks: first notices paced at -webhooks-rate for -webhooks-seconds with no endpoint, then again with three (two healthy receivers, one hanging every request): notify p99 both ways and the delivery lag to the healthy ones")
+	fs.IntVar(&o.hookRate, "webhooks-rate", 1000, "first notices (so order.paid events) a second, with -webhooks")
+	fs.IntVar(&o.hookSeconds, "webhooks-seconds", 10, "how long each -webhooks phase sends")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
 	fs.StringVar(&o.rev, "rev", "", "build this git revision (e.g. HEAD) instead of the working tree, which others may be editing")
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +137,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.purge < 0 || o.purge > 100_000_000 {
 		return o, errors.New("-purge: 0 to 100,000,000 rows")
+	}
+	if o.hookRate < 1 || o.hookRate > 100_000 || o.hookSeconds < 1 || o.hookSeconds > 3600 {
+		return o, errors.New("-webhooks-rate: 1 to 100,000; -webhooks-seconds: 1 to 3,600")
 	}
 	if o.n < 1 || o.profileN < 1 || o.warmup < 0 || o.pool < 1 || o.retries < 0 || o.retries > 20 {
 		return o, errors.New("-n, -profile-n and -pool must be positive, -warmup not negative, -retries 0 to 20")
@@ -150,6 +162,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.teardown()
 
+	if opt.webhooks {
+		return b.runWebhooks(ctx, stdout)
+	}
 	rep, err := b.measure(ctx)
 	if err != nil {
 		return err
@@ -179,6 +194,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if rep.profileErr != "" {
 		b.keepLogs = true
 		return errors.New("profiling failed")
+	}
+	return nil
+}
+
+// runWebhooks is run for -webhooks.
+func (b *bench) runWebhooks(ctx context.Context, stdout io.Writer) error {
+	rep, err := b.measureWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	env, err := environment(ctx, b.admin, b.bin, b.root)
+	if err != nil {
+		return err
+	}
+	if b.commit != "" {
+		env.commit = b.commit + " (-rev " + b.opt.rev + ")"
+	}
+	rep.write(stdout, env)
+	if !rep.valid() {
+		b.keepLogs = true
+		return errors.New("invalid run: some notices failed, a healthy endpoint missed events, or the ledger differs (see the tables and the service log)")
 	}
 	return nil
 }
