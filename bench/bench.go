@@ -37,6 +37,7 @@ type bench struct {
 	root     string
 	commit   string // the revision built, if -rev
 	bin      string
+	binNoPGO string // bin built with -pgo=off, if -compare-pgo-off
 	profBin  string // bin plus the profiling hook, if -profile
 	keys     keys
 	wxKeys   weChatKeys // with -wechatpay
@@ -92,6 +93,12 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 	b.progress("building %s", root)
 	if b.bin, err = buildBinary(ctx, root, b.tmp); err != nil {
 		return nil, err
+	}
+	if opt.comparePGO {
+		b.progress("building %s with -pgo=off", root)
+		if b.binNoPGO, err = buildBinary(ctx, root, filepath.Join(b.tmp, "nopgo"), "-pgo=off"); err != nil {
+			return nil, err
+		}
 	}
 	if opt.profile != "" {
 		// Built now, from the same tree as bin: others may be editing it.
@@ -238,7 +245,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}()
 	sets := 1
-	if len(b.opt.compare) > 0 {
+	if len(b.opt.compare) > 0 || b.opt.comparePGO {
 		sets = 2
 	}
 	for k := range sets * b.opt.instances {
@@ -251,13 +258,17 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		if k > 0 {
 			logName = fmt.Sprintf("serve-%d.log", k+1)
 		}
+		bin := b.bin
 		if k >= b.opt.instances {
 			env = append(env, b.opt.compare...)
-			b.progress("starting paynotify serve on %s with %s", addr, b.opt.compare.String())
+			if b.opt.comparePGO {
+				bin = b.binNoPGO
+			}
+			b.progress("starting paynotify serve on %s with %s", addr, b.compareLabel())
 		} else {
 			b.progress("starting paynotify serve on %s", addr)
 		}
-		svc, err := startProcess(ctx, b.bin, []string{"serve"}, env, addr, filepath.Join(b.tmp, logName))
+		svc, err := startProcess(ctx, bin, []string{"serve"}, env, addr, filepath.Join(b.tmp, logName))
 		if err != nil {
 			return nil, err
 		}
@@ -457,7 +468,19 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 
 // compared names a service workload run on the -compare processes.
 func (b *bench) compared(kind string) string {
-	return kind + " [" + b.opt.compare.String() + "]"
+	return kind + " [" + b.compareLabel() + "]"
+}
+
+// compareLabel says how the -compare processes differ.
+func (b *bench) compareLabel() string {
+	parts := []string{}
+	if b.opt.comparePGO {
+		parts = append(parts, "-pgo=off")
+	}
+	if len(b.opt.compare) > 0 {
+		parts = append(parts, b.opt.compare.String())
+	}
+	return strings.Join(parts, " ")
 }
 
 // runCell waits for the machine to be quiet, warms up, then measures.

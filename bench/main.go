@@ -66,6 +66,9 @@ type options struct {
 	// compare, if set, is a second set of serve processes with these
 	// settings added, measured in the same run (e.g. a feature off).
 	compare envFlags
+	// comparePGO builds the -compare processes' binary with -pgo=off
+	// (the main set's uses default.pgo, as go build does by default).
+	comparePGO bool
 	// galera also runs the service workloads on a private 3-node Galera
 	// cluster, one serve process on each of two nodes, in the same run.
 	galera bool
@@ -111,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
+	fs.BoolVar(&o.comparePGO, "compare-pgo-off", false, "also run -instances serve processes built with -pgo=off (without default.pgo) on the same database, and measure their first notices and duplicates in the same run: what profile-guided optimisation gains")
 	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
 	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")

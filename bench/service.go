@@ -34,10 +34,14 @@ func serviceEnv(addr, dsn string, pool int, k keys) []string {
 	}
 }
 
-// buildBinary builds paynotify from root into dir, as an operator would.
-func buildBinary(ctx context.Context, root, dir string) (string, error) {
+// buildBinary builds paynotify from root into dir, as an operator would
+// (with flags added to go build).
+func buildBinary(ctx context.Context, root, dir string, flags ...string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	bin := filepath.Join(dir, "paynotify")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
