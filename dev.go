@@ -89,8 +89,11 @@ members and coupons, the development keys from testdata/dev (public: never
 for real money), a fake Alipay at /fake-alipay and a fake WeChat Pay (on a
 loopback port of its own: notifications at /wechatpay/notify, replayed
 with sign -provider wechatpay), and the admin token
-paynotify-dev-admin (ADMIN_TOKEN overrides it). It prints curl lines to
-paste. Other settings come from the environment, as for serve.
+paynotify-dev-admin (ADMIN_TOKEN overrides it). Every event is delivered
+as a signed webhook to a demo endpoint, a paynotify listen dev runs on a
+loopback port, whose lines ("[listen] verified <webhook-id> <type>") it
+prints. It prints curl lines to paste. Other settings come from the
+environment, as for serve (dev's own WEBHOOK_SECRET_KEY unless one is set).
 
 It listens on 127.0.0.1:8080, this machine only, unless -addr (or
 HTTP_ADDR) says otherwise: -addr :8080 listens on every interface. The
@@ -124,6 +127,7 @@ func dev(ctx context.Context, env environment) error {
 	if err != nil {
 		return err
 	}
+	devWebhookConfig(&cfg, env.environ)
 	log := newLogger(env.stderr, cfg.LogLevel, false)
 
 	// Listener: bound first, so a busy port fails before the database of
@@ -158,6 +162,11 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	defer stopWeChat()
+	recv, err := startDevReceiver(ctx, log, cfg, store, env.stdout)
+	if err != nil {
+		return err
+	}
+	defer recv.stop()
 	orders, err := store.CountOrders(ctx)
 	if err != nil {
 		return err
@@ -166,7 +175,7 @@ func dev(ctx context.Context, env environment) error {
 		"db", *dbPath, "kept", *keep, "app_id", devAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
 
 	// What to paste
-	if err := printDevBanner(env.stdout, cfg, base); err != nil {
+	if err := printDevBanner(env.stdout, cfg, base, recv); err != nil {
 		return err
 	}
 
@@ -307,8 +316,8 @@ func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
 }
 
 // printDevBanner prints devBanner for cfg at base, with a member token
-// for demo member 1.
-func printDevBanner(w io.Writer, cfg config.Config, base string) error {
+// for demo member 1 and the demo webhook endpoint recv.
+func printDevBanner(w io.Writer, cfg config.Config, base string, recv *devReceiver) error {
 	token, err := handler.MemberToken([]byte(cfg.APIJWTSecret), 1, 30*24*time.Hour)
 	if err != nil {
 		return err
@@ -321,7 +330,7 @@ func printDevBanner(w io.Writer, cfg config.Config, base string) error {
 	if _, ok := cfg.Operators[devOperator]; !ok {
 		login = "an operator from CONSOLE_OPERATORS"
 	}
-	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login, token2)
+	fmt.Fprintf(w, devBanner, base, cfg.AdminToken, token, login, token2, recv.endpoint, recv.url, devListenPrefix)
 	return nil
 }
 
@@ -335,6 +344,7 @@ paynotify dev is up at %[1]s
 
   Replay a signed Alipay notification (QA files in testdata/notify/):
     curl --data @testdata/notify/01_pay_demo_1001.form %[1]s/alipay/notify
+  Every event goes, signed, to webhook endpoint %[6]d (%[7]s, a paynotify listen in dev): its "%[8]sverified <webhook-id> <type>" lines and bodies print here.
 
   Replay a WeChat Pay notification (testdata/notify/wechatpay/; sign makes its timestamp fresh):
     go run . sign -provider wechatpay -url %[1]s/wechatpay/notify testdata/notify/wechatpay/01_pay_demo_1001.json | sh
