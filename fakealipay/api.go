@@ -66,6 +66,7 @@ func (c *call) order() (order, error) {
 		notifyURL:  c.form.Get("notify_url"),
 		returnURL:  c.form.Get("return_url"),
 		method:     c.method,
+		app:        c.app,
 	}, nil
 }
 
@@ -89,7 +90,7 @@ func (s *Server) precreate(c *call) (any, error) {
 
 // query answers with the trade as it is.
 func (s *Server) query(c *call) (any, error) {
-	t, err := s.lookup(c.biz.OutTradeNo, c.biz.TradeNo)
+	t, err := s.lookup(c.app.id, c.biz.OutTradeNo, c.biz.TradeNo)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (s *Server) query(c *call) (any, error) {
 
 // closeCall closes an unpaid trade.
 func (s *Server) closeCall(c *call) (any, error) {
-	t, err := s.closeTrade(c.biz.OutTradeNo, c.biz.TradeNo)
+	t, err := s.closeTrade(c.app.id, c.biz.OutTradeNo, c.biz.TradeNo)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func (s *Server) refundCall(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.refundTrade(c.biz.OutTradeNo, c.biz.TradeNo, c.biz.OutRequestNo, amount)
+	out, err := s.refundTrade(c.app.id, c.biz.OutTradeNo, c.biz.TradeNo, c.biz.OutRequestNo, amount)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (s *Server) refundCall(c *call) (any, error) {
 // refund_status or refund_amount when there is no such refund: success of
 // the query, not of a refund.
 func (s *Server) refundQuery(c *call) (any, error) {
-	t, r, ok, err := s.findRefund(c.biz.OutTradeNo, c.biz.TradeNo, c.biz.OutRequestNo)
+	t, r, ok, err := s.findRefund(c.app.id, c.biz.OutTradeNo, c.biz.TradeNo, c.biz.OutRequestNo)
 	if err != nil {
 		return nil, err
 	}

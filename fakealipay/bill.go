@@ -83,7 +83,7 @@ func (s *Server) ServeBill(day string, zip []byte) {
 // console does: under outRequestNo, with no call from the service and no
 // notification.
 func (s *Server) ConsoleRefund(tradeNo, outRequestNo string, amount decimal.Decimal) error {
-	_, err := s.refundTrade("", tradeNo, outRequestNo, amount)
+	_, err := s.refundTrade("", "", tradeNo, outRequestNo, amount)
 	return err
 }
 

@@ -88,7 +88,7 @@ func (s *Server) cashierOpen(w http.ResponseWriter, r *http.Request, c *call, f 
 
 // cashier serves GET /cashier/{trade_no}, where a precreate QR code leads.
 func (s *Server) cashier(w http.ResponseWriter, r *http.Request) {
-	t, err := s.lookup("", r.PathValue("trade_no"))
+	t, err := s.lookup("", "", r.PathValue("trade_no"))
 	if err != nil {
 		render(w, http.StatusNotFound, cashierView{Error: problem(failureOf(err))})
 		return
@@ -102,7 +102,7 @@ func (s *Server) cashierPay(w http.ResponseWriter, r *http.Request) {
 	tradeNo := r.PostFormValue("trade_no")
 	// Alipay notifies whether or not the buyer waits for the page.
 	payErr := s.pay(context.WithoutCancel(r.Context()), "", tradeNo)
-	t, err := s.lookup("", tradeNo)
+	t, err := s.lookup("", "", tradeNo)
 	if err != nil {
 		render(w, http.StatusNotFound, cashierView{Error: problem(failureOf(err))})
 		return

@@ -37,6 +37,8 @@ type call struct {
 	}
 	// base is this fake's URL as the caller reached it, ending in "/".
 	base string
+	// app is the app that made the call (authenticate).
+	app *app
 }
 
 // result is the status part of every answer; smartwalle reads it into its
@@ -104,10 +106,14 @@ type refusal struct {
 
 // authenticate checks who is calling and decodes biz_content.
 func (s *Server) authenticate(c *call) *refusal {
-	if c.form.Get("app_id") != s.cfg.AppID {
+	a, ok := s.apps[c.form.Get("app_id")]
+	if !ok {
 		return &refusal{answer: failure("40002", "isv.invalid-app-id")}
 	}
-	if s.appKey != nil && (c.form.Get("sign_type") != "RSA2" || !s.verifyCall(c.form)) {
+	c.app = a
+	// Each app's calls are checked with that app's key: a call naming one
+	// app signed with another's key is refused.
+	if a.key != nil && (c.form.Get("sign_type") != "RSA2" || !verifyCall(a.key, c.form)) {
 		return &refusal{answer: failure("40002", "isv.invalid-signature"), signed: true}
 	}
 	if biz := c.form.Get("biz_content"); biz != "" {

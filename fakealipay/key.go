@@ -71,14 +71,14 @@ func (s *Server) sign(data []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(sig), nil
 }
 
-// verifyCall checks a call's RSA2 signature with the merchant's key.
-func (s *Server) verifyCall(form url.Values) bool {
+// verifyCall checks a call's RSA2 signature with the calling app's key.
+func verifyCall(key *rsa.PublicKey, form url.Values) bool {
 	sig, err := base64.StdEncoding.DecodeString(form.Get("sign"))
 	if err != nil || len(sig) == 0 {
 		return false
 	}
 	digest := sha256.Sum256([]byte(callContent(form)))
-	return rsa.VerifyPKCS1v15(s.appKey, crypto.SHA256, digest[:], sig) == nil
+	return rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], sig) == nil
 }
 
 // callContent is what a call's signature covers: every non-empty parameter

@@ -44,18 +44,36 @@ type Config struct {
 	// has no return_url: the trade's out_trade_no is appended, escaped
 	// (dev: its console's search, which opens the order).
 	BackURL string
+	// Apps are the merchant's other apps, beside AppID: each is verified
+	// with its own public key, and a trade belongs to the app that opened
+	// it (its queries, closes and refunds must come from that app).
+	Apps []App
 	// HTTPClient posts notifications; nil means one with a 5s timeout.
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
+// App is one more app the fake serves: its app_id, its seller (another
+// seller's, or AppID's own) and the public key its calls are checked
+// with (empty: not checked).
+type App struct {
+	AppID, SellerID, AppPublicKey string
+}
+
+// app is an app the fake serves, its key parsed.
+type app struct {
+	id, seller string
+	key        *rsa.PublicKey // nil: calls are not verified
+}
+
 // Server is a fake Alipay gateway. Serve Handler on loopback and point the
 // smartwalle client at GatewayURL. It is safe for concurrent use.
 type Server struct {
-	cfg    Config
-	key    *rsa.PrivateKey
-	appKey *rsa.PublicKey // nil: calls are not verified
+	cfg Config
+	key *rsa.PrivateKey
+	// apps are the apps served by app_id, cfg.AppID's among them.
+	apps   map[string]*app
 	client *http.Client
 	now    func() time.Time
 
@@ -101,10 +119,18 @@ func New(cfg Config) (*Server, error) {
 		calls:  make(map[string]int),
 		faults: make(map[string][]*fault),
 	}
-	if cfg.AppPublicKey != "" {
-		if s.appKey, err = parsePublicKey(cfg.AppPublicKey); err != nil {
-			return nil, fmt.Errorf("fakealipay: AppPublicKey: %w", err)
+	s.apps = map[string]*app{}
+	for i, a := range append([]App{{AppID: cfg.AppID, SellerID: cfg.SellerID, AppPublicKey: cfg.AppPublicKey}}, cfg.Apps...) {
+		if a.AppID == "" || a.SellerID == "" || s.apps[a.AppID] != nil {
+			return nil, fmt.Errorf("fakealipay: Apps[%d]: an AppID of its own and a SellerID are required", i-1)
 		}
+		ap := &app{id: a.AppID, seller: a.SellerID}
+		if a.AppPublicKey != "" {
+			if ap.key, err = parsePublicKey(a.AppPublicKey); err != nil {
+				return nil, fmt.Errorf("fakealipay: app %s: AppPublicKey: %w", a.AppID, err)
+			}
+		}
+		s.apps[a.AppID] = ap
 	}
 	if s.client == nil {
 		s.client = &http.Client{Timeout: 5 * time.Second}

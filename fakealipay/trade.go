@@ -46,6 +46,9 @@ type Trade struct {
 	Status      model.TradeStatus
 	// Method is the gateway method that created the trade.
 	Method string
+	// AppID and SellerID are the app that opened the trade and its seller:
+	// only that app's calls find it, and its notifications name both.
+	AppID, SellerID string
 	// NotifyURL receives the trade's notifications; ReturnURL is where the
 	// cashier sends the buyer back.
 	NotifyURL, ReturnURL string
@@ -57,6 +60,8 @@ type Trade struct {
 
 // Refund is one accepted refund request.
 type Refund struct {
+	// AppID is the app whose call (signed with its key) asked for it.
+	AppID        string
 	OutRequestNo string
 	Amount       decimal.Decimal
 	At           time.Time
@@ -104,6 +109,8 @@ type order struct {
 	amount               decimal.Decimal
 	notifyURL, returnURL string
 	method               string
+	// app opened it.
+	app *app
 }
 
 // create opens a WAIT_BUYER_PAY trade, or returns the one already under
@@ -131,6 +138,8 @@ func (s *Server) create(o order) (Trade, error) {
 		TotalAmount: o.amount,
 		Status:      model.TradeWaitBuyerPay,
 		Method:      o.method,
+		AppID:       o.app.id,
+		SellerID:    o.app.seller,
 		NotifyURL:   o.notifyURL,
 		ReturnURL:   o.returnURL,
 		Created:     now,
@@ -155,8 +164,9 @@ func (s *Server) newTradeNo(now time.Time) string {
 }
 
 // find returns the trade named by either number; both, if given, must name
-// the same trade. The caller holds s.mu.
-func (s *Server) find(outTradeNo, tradeNo string) (*Trade, error) {
+// the same trade. appID, if given, must be the trade's app: another app's
+// trade does not exist for it. The caller holds s.mu.
+func (s *Server) find(appID, outTradeNo, tradeNo string) (*Trade, error) {
 	var t *Trade
 	switch {
 	case outTradeNo != "":
@@ -166,17 +176,17 @@ func (s *Server) find(outTradeNo, tradeNo string) (*Trade, error) {
 	default:
 		return nil, errInvalidParameter
 	}
-	if t == nil || (tradeNo != "" && t.TradeNo != tradeNo) {
+	if t == nil || (tradeNo != "" && t.TradeNo != tradeNo) || (appID != "" && t.AppID != appID) {
 		return nil, ErrTradeNotExist
 	}
 	return t, nil
 }
 
 // lookup returns a copy of the trade named by either number.
-func (s *Server) lookup(outTradeNo, tradeNo string) (Trade, error) {
+func (s *Server) lookup(appID, outTradeNo, tradeNo string) (Trade, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.find(outTradeNo, tradeNo)
+	t, err := s.find(appID, outTradeNo, tradeNo)
 	if err != nil {
 		return Trade{}, err
 	}
@@ -193,7 +203,7 @@ func (s *Server) Pay(ctx context.Context, outTradeNo string) error {
 // pay pays the trade named by either number.
 func (s *Server) pay(ctx context.Context, outTradeNo, tradeNo string) error {
 	s.mu.Lock()
-	t, err := s.find(outTradeNo, tradeNo)
+	t, err := s.find("", outTradeNo, tradeNo)
 	if err != nil {
 		s.mu.Unlock()
 		return err
@@ -213,10 +223,10 @@ func (s *Server) pay(ctx context.Context, outTradeNo, tradeNo string) error {
 }
 
 // closeTrade closes a trade nobody has paid.
-func (s *Server) closeTrade(outTradeNo, tradeNo string) (Trade, error) {
+func (s *Server) closeTrade(appID, outTradeNo, tradeNo string) (Trade, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.find(outTradeNo, tradeNo)
+	t, err := s.find(appID, outTradeNo, tradeNo)
 	if err != nil {
 		return Trade{}, err
 	}
@@ -242,10 +252,10 @@ type refundOutcome struct {
 // refundTrade refunds amount of a paid trade once per outRequestNo. A
 // replay of an accepted request succeeds again without moving money; the
 // same outRequestNo with another amount is refused.
-func (s *Server) refundTrade(outTradeNo, tradeNo, outRequestNo string, amount decimal.Decimal) (refundOutcome, error) {
+func (s *Server) refundTrade(appID, outTradeNo, tradeNo, outRequestNo string, amount decimal.Decimal) (refundOutcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.find(outTradeNo, tradeNo)
+	t, err := s.find(appID, outTradeNo, tradeNo)
 	if err != nil {
 		return refundOutcome{}, err
 	}
@@ -267,7 +277,7 @@ func (s *Server) refundTrade(outTradeNo, tradeNo, outRequestNo string, amount de
 		return refundOutcome{}, errRefundAmount
 	}
 	now := s.now()
-	r := Refund{OutRequestNo: outRequestNo, Amount: amount, At: now}
+	r := Refund{AppID: appID, OutRequestNo: outRequestNo, Amount: amount, At: now}
 	t.Refunds = append(t.Refunds, r)
 	if t.Refunded().Equal(t.TotalAmount) {
 		t.Status = model.TradeClosed
@@ -284,10 +294,10 @@ func (s *Server) refundTrade(outTradeNo, tradeNo, outRequestNo string, amount de
 
 // findRefund returns the trade and, if accepted, the refund under
 // outRequestNo.
-func (s *Server) findRefund(outTradeNo, tradeNo, outRequestNo string) (Trade, Refund, bool, error) {
+func (s *Server) findRefund(appID, outTradeNo, tradeNo, outRequestNo string) (Trade, Refund, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.find(outTradeNo, tradeNo)
+	t, err := s.find(appID, outTradeNo, tradeNo)
 	if err != nil {
 		return Trade{}, Refund{}, false, err
 	}
@@ -329,7 +339,7 @@ func (s *Server) AddPaidTrade(outTradeNo, tradeNo string, amount decimal.Decimal
 	}
 	t := &Trade{
 		OutTradeNo: outTradeNo, TradeNo: tradeNo, Subject: "paid elsewhere", TotalAmount: amount,
-		Status: model.TradeSuccess, Method: "seeded", Created: paidAt, Paid: paidAt,
+		Status: model.TradeSuccess, Method: "seeded", AppID: s.cfg.AppID, SellerID: s.cfg.SellerID, Created: paidAt, Paid: paidAt,
 	}
 	s.byNo[tradeNo] = t
 	if s.byOut[outTradeNo] == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ func (s *Server) prepay(r *http.Request, body []byte) (int, any) {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return fail(http.StatusBadRequest, "PARAM_ERROR", "body is not JSON")
 	}
-	if p.AppID != s.cfg.AppID || p.MchID != s.cfg.MchID {
+	if (p.AppID != s.cfg.AppID && !slices.Contains(s.cfg.AppIDs, p.AppID)) || p.MchID != s.cfg.MchID {
 		return fail(http.StatusBadRequest, "APPID_MCHID_NOT_MATCH", "appid and mchid do not match")
 	}
 	switch {
@@ -144,7 +145,7 @@ func (s *Server) prepay(r *http.Request, body []byte) (int, any) {
 		return fail(http.StatusBadRequest, "PARAM_ERROR", "scene_info.payer_client_ip is required")
 	}
 	t := Trade{
-		OutTradeNo: p.OutTradeNo, TradeType: tradeType, Description: p.Description,
+		AppID: p.AppID, OutTradeNo: p.OutTradeNo, TradeType: tradeType, Description: p.Description,
 		Total: p.Amount.Total, NotifyURL: p.NotifyURL, State: wechatpay.TradeNotPay,
 	}
 	if t.NotifyURL == "" {

@@ -57,6 +57,10 @@ type Config struct {
 	// MchID and AppID are the merchant's: calls must name them, and
 	// notifications carry them.
 	MchID, AppID string
+	// AppIDs are the merchant's other appids (a mini program, an official
+	// account, …): a prepay may name any of them, and the trade's
+	// notifications and queries carry the one it named.
+	AppIDs []string
 	// APIv3Key (32 bytes) encrypts notifications' resources.
 	APIv3Key string
 	// PrivateKey (PEM) and PublicKeyID are the WeChat Pay public key's

@@ -11,6 +11,9 @@ import (
 
 // Trade is a transaction the fake holds.
 type Trade struct {
+	// AppID is the app the prepay named ("" for a trade not opened by a
+	// prepay: the merchant's first).
+	AppID                string
 	OutTradeNo, PrepayID string
 	// TransactionID is set once paid.
 	TransactionID string
@@ -207,8 +210,12 @@ func (s *Server) makeRefund(r Refund) (Refund, error) {
 // transaction is a trade as a query answers it and a notification's
 // resource carries it.
 func (s *Server) transaction(t Trade) map[string]any {
+	appID := t.AppID
+	if appID == "" {
+		appID = s.cfg.AppID
+	}
 	m := map[string]any{
-		"appid": s.cfg.AppID, "mchid": s.cfg.MchID, "out_trade_no": t.OutTradeNo,
+		"appid": appID, "mchid": s.cfg.MchID, "out_trade_no": t.OutTradeNo,
 		"trade_type": t.TradeType, "trade_state": string(t.State), "trade_state_desc": stateDesc[t.State],
 		"attach": "",
 	}
