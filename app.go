@@ -27,8 +27,9 @@ import (
 type app struct {
 	cfg   config.Config
 	store *dao.Store
-	// alipay is the Alipay client, nil when Alipay is off.
-	alipay *alipay.Client
+	// alipay are the Alipay apps, every seller's, the default first; none
+	// when Alipay is off.
+	alipay []alipayApp
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
 	// mounts are extra handlers by path prefix (dev's fake Alipay).
@@ -52,6 +53,65 @@ type app struct {
 	// logDropped, if set, counts the log lines dropped because the log's
 	// output could not keep up (serve's asynclog.Writer).
 	logDropped func() uint64
+}
+
+// alipayApp is one Alipay app: its client (its own key pair) and what
+// PROVIDERS_FILE says of it beside its keys.
+type alipayApp struct {
+	client  *alipay.Client
+	name    string
+	methods []model.PayMethod
+}
+
+// alipayApps are the clients of cfgs, one per app.
+func alipayApps(cfgs []alipay.AppConfig) ([]alipayApp, error) {
+	var out []alipayApp
+	for _, ac := range cfgs {
+		c, err := alipay.New(ac.Config)
+		if err != nil {
+			return nil, fmt.Errorf("alipay app %s: %w", ac.AppID, err)
+		}
+		out = append(out, alipayApp{client: c, name: ac.Name, methods: ac.Methods})
+	}
+	return out, nil
+}
+
+// alipaySet is Alipay's apps as the service's providers: each app's
+// adapter speaks with its own keys, and its trades are asked of it alone.
+func alipaySet(apps []alipayApp, notifyURL, returnURL string) *service.AppSet {
+	var set []service.App
+	for _, a := range apps {
+		set = append(set, service.App{Provider: model.ProviderAlipay, Account: a.client.SellerID(), ID: a.client.AppID(),
+			Name: a.name, Methods: a.methods, Adapter: alipay.NewProvider(a.client, notifyURL, returnURL)})
+	}
+	return service.NewAppSet(set...)
+}
+
+// alipayVerifier routes Alipay's notifications to the app they name.
+func alipayVerifier(apps []alipayApp) (*alipay.Apps, error) {
+	var clients []*alipay.Client
+	for _, a := range apps {
+		clients = append(clients, a.client)
+	}
+	return alipay.NewApps(clients...)
+}
+
+// weChatPaySet is the WeChat Pay merchant's appids as the service's
+// providers: one adapter per appid (payments start in it; everything else
+// the merchant's apps share), named and limited as PROVIDERS_FILE says.
+func weChatPaySet(cfg config.Config, p *wechatpay.Provider) *service.AppSet {
+	if cfg.Accounts == nil || len(cfg.Accounts.WeChatPay) == 0 {
+		return service.NewAppSet(service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: p.AppID(), Adapter: p})
+	}
+	var set []service.App
+	for _, app := range cfg.Accounts.WeChatPay[0].Apps {
+		a := service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: app.AppID, Name: app.Name, Adapter: p.ForApp(app.AppID)}
+		for _, m := range app.Methods {
+			a.Methods = append(a.Methods, model.PayMethod(m))
+		}
+		set = append(set, a)
+	}
+	return service.NewAppSet(set...)
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -122,11 +182,11 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
 	// Payment Providers: one adapter per provider configured, by name.
 	providers := service.Providers{}
-	if a.alipay != nil {
-		providers[model.ProviderAlipay] = alipay.NewProvider(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+	if len(a.alipay) > 0 {
+		providers[model.ProviderAlipay] = alipaySet(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
 	}
 	if a.wechatpay != nil {
-		providers[model.ProviderWechatpay] = a.wechatpay
+		providers[model.ProviderWechatpay] = weChatPaySet(cfg, a.wechatpay)
 	}
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
@@ -134,8 +194,8 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	s.refunds.LeavePending = a.manualRefunds
 	// One reconciliation per provider: its own runs, its own daily job.
 	for _, p := range providers.Names() {
-		r := service.NewBillReconciler(store, providers[p], s.payments, log)
-		r.Provider = p
+		r := service.NewBillReconciler(store, providers.Bills(p), s.payments, log)
+		r.Provider, r.Accounts = p, providers.BillAccounts(p)
 		r.Background = ctx // a run an admin asked for outlives its request, not the service
 		r.OnItem, r.OnFinished = m.Recon(p)
 		s.recons = append(s.recons, r)
@@ -159,7 +219,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	// One round asks every provider its rows name: as often as the most
 	// eager provider wants.
 	interval := cfg.AlipayJobsInterval
-	if a.wechatpay != nil && (a.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
+	if a.wechatpay != nil && (len(a.alipay) == 0 || cfg.WeChatPayJobsInterval() < interval) {
 		interval = cfg.WeChatPayJobsInterval()
 	}
 	s.trades.Interval, s.refunds.Interval = interval, interval
@@ -201,8 +261,12 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 	switch {
 	case a.verifier != nil:
 		verifier = a.verifier
-	case a.alipay != nil:
-		verifier = a.alipay
+	case len(a.alipay) > 0:
+		apps, err := alipayVerifier(a.alipay)
+		if err != nil {
+			return nil, err
+		}
+		verifier = apps
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
 	if a.wechatpay != nil {

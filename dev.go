@@ -180,7 +180,7 @@ func dev(ctx context.Context, env environment) error {
 	}
 
 	// Start API Service
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: client, consume: true, ln: ln, dev: true,
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: []alipayApp{{client: client}}, consume: true, ln: ln, dev: true,
 		manualRefunds: *manualRefunds,
 		verifier:      fakealipay.Verifier{Client: client, Fake: fake},
 		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},

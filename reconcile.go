@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/handler"
 	"paynotify/model"
@@ -75,18 +74,20 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	providers := service.Providers{}
 	if pc.alipayOn {
-		client, err := alipay.New(pc.alipay)
+		// A bill covers a seller: the first seller's, through its first
+		// app, until runs are kept per account.
+		apps, err := alipayApps(pc.alipay)
 		if err != nil {
 			return err
 		}
-		providers[model.ProviderAlipay] = alipay.NewProvider(client, "", "")
+		providers[model.ProviderAlipay] = alipaySet(apps, "", "")
 	}
 	if pc.weChatOn {
 		wc, err := wechatpay.New(pc.wechatpay)
 		if err != nil {
 			return err
 		}
-		providers[model.ProviderWechatpay] = wechatpay.NewProvider(wc, "")
+		providers[model.ProviderWechatpay] = weChatPaySet(cfg, wechatpay.NewProvider(wc, ""))
 	}
 	names := providers.Names()
 	if *only != "" {
@@ -107,7 +108,8 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	var errs []error
 	ran := 0
 	for _, p := range names {
-		recon := service.NewBillReconciler(store, providers[p], payments, log)
+		recon := service.NewBillReconciler(store, providers.Bills(p), payments, log)
+		recon.Accounts = providers.BillAccounts(p)
 		recon.Provider = p
 		if _, err := recon.CheckDate(*date); err != nil && *only == "" && len(names) > 1 {
 			// Every provider was asked for, and this one has no bill of

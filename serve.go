@@ -20,7 +20,8 @@ import (
 
 // providerConfig is what the environment configures of each provider.
 type providerConfig struct {
-	alipay    alipay.Config
+	// alipay are the Alipay apps, every seller's, the default first.
+	alipay    []alipay.AppConfig
 	alipayOn  bool
 	wechatpay wechatpay.Config
 	weChatOn  bool
@@ -40,7 +41,7 @@ func loadConfig(environ []string) (config.Config, providerConfig, error) {
 	}
 	var aerr, werr error
 	if pc.alipayOn {
-		pc.alipay, aerr = alipay.FromConfig(cfg, devKeys())
+		pc.alipay, aerr = alipay.FromConfigApps(cfg, devKeys())
 	}
 	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfig(cfg, devKeys())
 	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr)
@@ -63,7 +64,7 @@ func serve(ctx context.Context, env environment) error {
 	log.Info("starting", "config", cfg)
 	a := app{cfg: cfg, logDropped: logOut.Dropped}
 	if pc.alipayOn {
-		if a.alipay, err = alipay.New(pc.alipay); err != nil {
+		if a.alipay, err = alipayApps(pc.alipay); err != nil {
 			return err
 		}
 	}

@@ -131,6 +131,12 @@ func New(cfg Config) (*Client, error) {
 	return &Client{sdk: sdk, alipayKey: alipayKey, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production, billFetch: billFetch}, nil
 }
 
+// AppID is the app the client speaks for: the ledger's app.
+func (c *Client) AppID() string { return c.appID }
+
+// SellerID is the seller the app belongs to: the ledger's account.
+func (c *Client) SellerID() string { return c.sellerID }
+
 // SDK returns the smartwalle client, configured and keyed, for outbound
 // calls. Verify notifications with VerifyNotification, not with the SDK.
 func (c *Client) SDK() *smartwalle.Client { return c.sdk }

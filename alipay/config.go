@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"paynotify/config"
+	"paynotify/model"
 )
 
 // FromConfig resolves the Alipay settings of c (values or files) into a
@@ -119,22 +120,61 @@ func keyBody(s string) string {
 	return b.String()
 }
 
-// fromFile is FromConfig for PROVIDERS_FILE's seller and app, read as the
-// variables would give them; every problem names the file, the seller
-// and the app.
+// fromFile is FromConfig for PROVIDERS_FILE's first seller's first app.
 func fromFile(a config.Accounts, devKeys []string) (Config, error) {
-	c, ok := a.AlipayEnv()
-	if !ok {
-		return Config{}, nil
+	apps, err := appsFromFile(a, devKeys)
+	if len(apps) == 0 {
+		return Config{}, err
+	}
+	return apps[0].Config, err
+}
+
+// AppConfig is one Alipay app's client configuration and what
+// PROVIDERS_FILE says of it beside its keys.
+type AppConfig struct {
+	Config
+	// Name is the app's name in the file ("" when none, and in the
+	// environment form).
+	Name string
+	// Methods limits what the app takes; empty, every Alipay method.
+	Methods []model.PayMethod
+}
+
+// FromConfigApps is FromConfig for every Alipay app configured: the
+// ALIPAY_* variables' one, or every app of every seller PROVIDERS_FILE
+// lists, in its order (the first is the default app). Every problem of
+// the file names the file, the seller and the app.
+func FromConfigApps(c config.Config, devKeys []string) ([]AppConfig, error) {
+	if c.Accounts != nil {
+		return appsFromFile(*c.Accounts, devKeys)
 	}
 	ac, err := FromConfig(c, devKeys)
-	if err == nil {
-		return ac, nil
-	}
-	where := fmt.Sprintf("%s apps[0] (app_id %q)", a.Where("alipay", 0, "seller_id", c.SellerID), c.AppID)
+	return []AppConfig{{Config: ac}}, err
+}
+
+// appsFromFile reads each app of the file as the variables would give it.
+func appsFromFile(a config.Accounts, devKeys []string) ([]AppConfig, error) {
+	var out []AppConfig
 	var problems []string
-	for _, p := range err.(*config.Error).Problems {
-		problems = append(problems, where+": "+p)
+	for i, acc := range a.Alipay {
+		for j, app := range acc.Apps {
+			ac, err := FromConfig(a.AlipayAppEnv(i, j), devKeys)
+			methods := make([]model.PayMethod, 0, len(app.Methods))
+			for _, m := range app.Methods {
+				methods = append(methods, model.PayMethod(m))
+			}
+			out = append(out, AppConfig{Config: ac, Name: app.Name, Methods: methods})
+			if err == nil {
+				continue
+			}
+			where := fmt.Sprintf("%s apps[%d] (app_id %q)", a.Where("alipay", i, "seller_id", acc.SellerID), j, app.AppID)
+			for _, p := range err.(*config.Error).Problems {
+				problems = append(problems, where+": "+p)
+			}
+		}
 	}
-	return ac, &config.Error{Problems: problems}
+	if len(problems) > 0 {
+		return out, &config.Error{Problems: problems}
+	}
+	return out, nil
 }

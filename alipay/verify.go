@@ -61,7 +61,9 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 		return fmt.Errorf("%w: app_id %q (seller_id %q) is not ours", model.ErrUnknownApp, model.Clip(got), model.Clip(form.Get(fieldSellerID)))
 	}
 	if got := form.Get(fieldSellerID); got != c.sellerID {
-		return fmt.Errorf("%w: seller_id %q is not ours", model.ErrWrongMerchant, model.Clip(got))
+		// Routing is by app_id and seller_id together: our app under
+		// another seller is an app we have not configured.
+		return fmt.Errorf("%w: app_id %q under seller_id %q is not ours (the app is %q's)", model.ErrUnknownApp, model.Clip(form.Get(fieldAppID)), model.Clip(got), c.sellerID)
 	}
 	return nil
 }

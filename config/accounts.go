@@ -262,14 +262,20 @@ func (a Accounts) AlipayEnv() (c Config, ok bool) {
 	if len(a.Alipay) == 0 || len(a.Alipay[0].Apps) == 0 {
 		return c, false
 	}
-	acc, app := a.Alipay[0], a.Alipay[0].Apps[0]
+	return a.AlipayAppEnv(0, 0), true
+}
+
+// AlipayAppEnv is the environment form of seller i's app j, as AlipayEnv
+// is of the first: what the ALIPAY_* variables would say of that app.
+func (a Accounts) AlipayAppEnv(i, j int) (c Config) {
+	acc, app := a.Alipay[i], a.Alipay[i].Apps[j]
 	c.SellerID, c.Production, c.AlipaySandboxGateway = acc.SellerID, acc.Production, acc.Gateway
 	c.AppID, c.AppPrivateKeyFile, c.AlipayPublicKeyFile = app.AppID, app.PrivateKeyFile, app.AlipayPublicKeyFile
 	c.AppCertFile, c.AlipayRootCertFile = app.AppCertFile, app.AlipayRootCertFile
 	if len(app.AlipayPublicCertFiles) > 0 {
 		c.AlipayPublicCertFile = app.AlipayPublicCertFiles[0]
 	}
-	return c, true
+	return c
 }
 
 // WeChatPayEnv is the environment form of the file's first WeChat Pay
@@ -291,29 +297,16 @@ func (a Accounts) WeChatPayEnv() (w WeChatPay, ok bool) {
 }
 
 // Unsupported names what the file may say but this version does not take
-// yet (issue 24's later steps): more than one account of a provider, more
-// than one Alipay app, several Alipay public certificates. Each is a
-// startup error rather than a configuration silently half-used.
+// yet (issue 24's later steps): more than one WeChat Pay merchant, several
+// Alipay public certificates, a WeChat Pay merchant certificate. Each is a
+// startup error rather than a configuration silently half-used. Any number
+// of Alipay sellers and apps, and every app's methods, are taken.
 func (a Accounts) Unsupported() []string {
 	var problems []string
-	if len(a.Alipay) > 1 {
-		problems = append(problems, fmt.Sprintf("%s: alipay: %d sellers listed; this version takes one Alipay seller", a.File, len(a.Alipay)))
-	}
 	for i, acc := range a.Alipay {
-		if len(acc.Apps) > 1 {
-			problems = append(problems, fmt.Sprintf("%s: apps: %d apps listed; this version takes one Alipay app", a.Where("alipay", i, "seller_id", acc.SellerID), len(acc.Apps)))
-		}
 		for j, app := range acc.Apps {
 			if len(app.AlipayPublicCertFiles) > 1 {
 				problems = append(problems, fmt.Sprintf("%s apps[%d] (app_id %q): alipay_public_cert_files: this version verifies with one certificate; list the current one",
-					a.Where("alipay", i, "seller_id", acc.SellerID), j, app.AppID))
-			}
-		}
-	}
-	for i, acc := range a.Alipay {
-		for j, app := range acc.Apps {
-			if len(app.Methods) > 0 {
-				problems = append(problems, fmt.Sprintf("%s apps[%d] (app_id %q): methods: not taken by this version yet (the app takes every Alipay method)",
 					a.Where("alipay", i, "seller_id", acc.SellerID), j, app.AppID))
 			}
 		}
@@ -322,11 +315,6 @@ func (a Accounts) Unsupported() []string {
 		where := a.Where("wechatpay", i, "mchid", acc.MchID)
 		if acc.MerchantCertFile != "" {
 			problems = append(problems, where+": merchant_cert_file: not checked by this version yet; leave it out")
-		}
-		for j, app := range acc.Apps {
-			if len(app.Methods) > 0 {
-				problems = append(problems, fmt.Sprintf("%s apps[%d] (appid %q): methods: not taken by this version yet (every appid takes every WeChat Pay method)", where, j, app.AppID))
-			}
 		}
 	}
 	if len(a.WeChatPay) > 1 {

@@ -57,6 +57,34 @@ func TestProvidersFile(t *testing.T) {
 	}
 }
 
+// Several Alipay sellers, several apps each, and apps' methods are taken.
+func TestProvidersFileSellersAndApps(t *testing.T) {
+	p := writeFile(t, `
+alipay:
+  - seller_id: "2088000000000001"
+    apps:
+      - {app_id: "2021000000000001", name: web, private_key_file: a, alipay_public_key_file: b}
+      - {app_id: "2021000000000002", name: mobile, private_key_file: c, alipay_public_key_file: d, methods: [wap]}
+  - seller_id: "2088000000000002"
+    apps:
+      - {app_id: "2021000000000003", name: group, private_key_file: e, alipay_public_key_file: f}
+wechatpay:
+  - mchid: "1900012345"
+    apiv3_key_files: [k]
+    merchant_key_file: k
+    merchant_serial: s
+    platform_cert_files: [c]
+    apps: [{appid: wx1, name: miniprogram, methods: [jsapi]}, {appid: wx2}]
+`)
+	c, err := config.Load([]string{"PROVIDERS_FILE=" + p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Accounts.AlipayAppEnv(1, 0); got.SellerID != "2088000000000002" || got.AppID != "2021000000000003" || got.AppPrivateKeyFile != "e" || got.AlipayPublicKeyFile != "f" {
+		t.Errorf("AlipayAppEnv(1, 0) = %+v", got)
+	}
+}
+
 // Every problem names the file, the account and the field.
 func TestProvidersFileProblems(t *testing.T) {
 	for _, tc := range []struct {
@@ -77,8 +105,7 @@ alipay:
     apps: [{app_id: "2021", private_key_file: a, alipay_public_key_file: b}]
   - seller_id: "2088000000000002"
     apps: [{app_id: "2021", private_key_file: a, alipay_public_key_file: b}]
-`, nil, []string{`alipay[1] (seller_id "2088000000000002") apps[0] (app_id "2021"): app_id: also under seller_id "2088000000000001"`,
-			"this version takes one Alipay seller"}},
+`, nil, []string{`alipay[1] (seller_id "2088000000000002") apps[0] (app_id "2021"): app_id: also under seller_id "2088000000000001"`}},
 		{"TwoAppsOneName", `
 wechatpay:
   - mchid: "1900000001"
@@ -96,7 +123,29 @@ wechatpay:
     merchant_serial: s
     platform_cert_files: [c]
     apps: [{appid: wx1, methods: [page]}]
-`, nil, []string{`methods: "page" is not one of native, h5, jsapi, app`, "methods: not taken by this version yet"}},
+`, nil, []string{`methods: "page" is not one of native, h5, jsapi, app`}},
+		{"StillUnsupported", `
+alipay:
+  - seller_id: "2088000000000001"
+    apps:
+      - {app_id: "2021", private_key_file: a, app_cert_file: c, alipay_public_cert_files: [n, o], alipay_root_cert_file: r}
+wechatpay:
+  - mchid: "1900000001"
+    apiv3_key_files: [k]
+    merchant_key_file: k
+    merchant_serial: s
+    merchant_cert_file: m
+    platform_cert_files: [c]
+    apps: [{appid: wx1}]
+  - mchid: "1900000002"
+    apiv3_key_files: [k]
+    merchant_key_file: k
+    merchant_serial: s
+    platform_cert_files: [c]
+    apps: [{appid: wx1}]
+`, nil, []string{`apps[0] (app_id "2021"): alipay_public_cert_files: this version verifies with one certificate`,
+			`wechatpay[0] (mchid "1900000001"): merchant_cert_file: not checked by this version yet`,
+			"wechatpay: 2 merchants listed; this version takes one WeChat Pay merchant"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.yaml)

@@ -19,6 +19,8 @@ type attemptRecord struct {
 	OrderID     int64
 	AttemptNo   int
 	Provider    string
+	Account     string
+	App         string
 	OutTradeNo  string
 	Method      string
 	Amount      string
@@ -35,7 +37,7 @@ func (attemptRecord) TableName() string { return attemptTable }
 
 func (r attemptRecord) attempt() model.PayAttempt {
 	a := model.PayAttempt{
-		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, Provider: model.Provider(r.Provider), OutTradeNo: r.OutTradeNo,
+		ID: r.ID, OrderID: r.OrderID, AttemptNo: r.AttemptNo, Provider: model.Provider(r.Provider), Account: r.Account, App: r.App, OutTradeNo: r.OutTradeNo,
 		Method: model.PayMethod(r.Method), State: model.AttemptState(r.State),
 		Queries: r.Queries, NextQueryAt: r.NextQueryAt, ExpireAt: r.ExpireAt, CreateTime: r.CreateTime,
 	}
@@ -55,7 +57,7 @@ func (s *Store) insertAttempt(ctx context.Context, a model.PayAttempt) (bool, er
 	row := map[string]any{
 		"order_id": a.OrderID, "attempt_no": a.AttemptNo, "out_trade_no": a.OutTradeNo, "method": string(a.Method),
 		"amount": a.Amount.StringFixed(2), "state": model.AttemptOpen, "next_query_at": a.NextQueryAt.UTC(),
-		"expire_at":   a.ExpireAt.UTC(),
+		"expire_at": a.ExpireAt.UTC(), "account": a.Account, "app": a.App,
 		"create_time": now, "update_time": now,
 	}
 	if a.PayURL != "" {

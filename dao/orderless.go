@@ -28,7 +28,7 @@ func (s *Store) RecordUnmatched(ctx context.Context, p model.Payment, events fun
 		inserted, existing = false, model.Payment{}
 		now := time.Now().UTC()
 		ok, err := tx.insertOrKeep(ctx, paymentTable, []string{"provider", "trade_no"}, map[string]any{
-			"provider": p.Provider, "trade_no": p.TradeNo, "order_id": nil,
+			"provider": p.Provider, "account": p.Account, "app": p.App, "trade_no": p.TradeNo, "order_id": nil,
 			"out_trade_no": p.OutTradeNo, "amount": p.Amount.StringFixed(2),
 			"state": p.State, "reason": p.Reason, "notify_id": p.NotifyID,
 			"paid_at": p.PaidAt, "create_time": now, "update_time": now,

@@ -196,15 +196,15 @@ func (tx *OrdersTx) InsertPayments(ctx context.Context, ps []model.Payment) (int
 	}
 	now := time.Now().UTC()
 	var q strings.Builder
-	q.WriteString("INSERT INTO `" + paymentTable + "` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES ")
-	valuesList(&q, len(ps), 11)
+	q.WriteString("INSERT INTO `" + paymentTable + "` (`account`,`amount`,`app`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES ")
+	valuesList(&q, len(ps), 13)
 	if tx.s.driver == DriverMySQL {
 		// A no-op update: 0 rows affected for a trade that exists.
 		q.WriteString(" ON DUPLICATE KEY UPDATE `provider`=`provider`")
 	} else {
 		q.WriteString(" ON CONFLICT (`provider`,`trade_no`) DO NOTHING")
 	}
-	args := make([]any, 0, 11*len(ps))
+	args := make([]any, 0, 13*len(ps))
 	for _, p := range ps {
 		if err := tx.own(p.OrderID); err != nil {
 			return 0, err
@@ -213,7 +213,7 @@ func (tx *OrdersTx) InsertPayments(ctx context.Context, ps []model.Payment) (int
 		if p.PaidAt != nil {
 			paidAt = *p.PaidAt
 		}
-		args = append(args, p.Amount.StringFixed(2), now, p.NotifyID, p.OrderID, p.OutTradeNo, paidAt,
+		args = append(args, p.Account, p.Amount.StringFixed(2), p.App, now, p.NotifyID, p.OrderID, p.OutTradeNo, paidAt,
 			string(p.Provider), string(p.Reason), string(p.State), p.TradeNo, now)
 	}
 	n, err := tx.s.exec(ctx, q.String(), args...)

@@ -15,7 +15,7 @@ import (
 
 const paymentTable = "oms_order_payment"
 
-var paymentColumns = []string{"provider", "trade_no", "order_id", "out_trade_no", "amount", "state", "reason", "notify_id", "paid_at", "create_time", "update_time"}
+var paymentColumns = []string{"provider", "account", "app", "trade_no", "order_id", "out_trade_no", "amount", "state", "reason", "notify_id", "paid_at", "create_time", "update_time"}
 
 // insertPayment records a payment unless one with the same (provider,
 // trade_no) exists, and reports whether it inserted; a duplicate is not an
@@ -24,7 +24,7 @@ var paymentColumns = []string{"provider", "trade_no", "order_id", "out_trade_no"
 func (s *Store) insertPayment(ctx context.Context, p model.Payment) (bool, error) {
 	now := time.Now().UTC()
 	row := map[string]any{
-		"provider": p.Provider, "trade_no": p.TradeNo, "order_id": p.OrderID,
+		"provider": p.Provider, "account": p.Account, "app": p.App, "trade_no": p.TradeNo, "order_id": p.OrderID,
 		"out_trade_no": p.OutTradeNo, "amount": p.Amount.StringFixed(2),
 		"state": p.State, "reason": p.Reason, "notify_id": p.NotifyID,
 		"paid_at": p.PaidAt, "create_time": now, "update_time": now,

@@ -19,6 +19,8 @@ type refundRecord struct {
 	OutRequestNo   string `gorm:"primaryKey"`
 	Kind           string
 	Provider       string
+	Account        string
+	App            string
 	TradeNo        string
 	OutTradeNo     string
 	OrderID        int64
@@ -41,7 +43,7 @@ func (refundRecord) TableName() string { return refundTable }
 func (r refundRecord) refund() model.Refund {
 	f := model.Refund{
 		OutRequestNo: r.OutRequestNo, Kind: model.RefundKind(r.Kind), Provider: model.Provider(r.Provider),
-		TradeNo: r.TradeNo, OutTradeNo: r.OutTradeNo, OrderID: r.OrderID, Reason: r.Reason,
+		Account: r.Account, App: r.App, TradeNo: r.TradeNo, OutTradeNo: r.OutTradeNo, OrderID: r.OrderID, Reason: r.Reason,
 		State: model.RefundState(r.State), Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt,
 		LastError: r.LastError, CreateTime: r.CreateTime, UpdateTime: r.UpdateTime,
 		ResolvedTime: r.ResolvedTime, Resolution: r.Resolution,
@@ -63,7 +65,7 @@ func (s *Store) insertRefund(ctx context.Context, f model.Refund) (bool, error) 
 	now := time.Now().UTC()
 	row := map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
-		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": f.OrderID,
+		"account": f.Account, "app": f.App, "trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": f.OrderID,
 		"amount": f.Amount.StringFixed(2), "reason": f.Reason, "state": model.RefundRefunding,
 		"next_attempt_at": now, "create_time": now, "update_time": now,
 	}

@@ -31,6 +31,9 @@ func (p *Pay) Start(c *gin.Context) {
 		// Provider absent is Alipay, as before WeChat Pay.
 		Provider string          `json:"provider"`
 		Method   model.PayMethod `json:"method"`
+		// App is the provider's app to pay in, by name or id: absent, the
+		// first app of its first account that takes the method.
+		App string `json:"app"`
 		// OpenID is the payer's, for WeChat Pay's jsapi.
 		OpenID string `json:"openid"`
 	}
@@ -52,7 +55,7 @@ func (p *Pay) Start(c *gin.Context) {
 	}
 	// h5: WeChat Pay wants the IP of the phone that pays.
 	payer := model.Payer{OpenID: req.OpenID, IP: c.ClientIP()}
-	v, err := p.checkout.StartFor(c.Request.Context(), member(c), sn, provider, req.Method, payer)
+	v, err := p.checkout.StartIn(c.Request.Context(), member(c), sn, provider, req.Method, req.App, payer)
 	if err != nil {
 		apiError(c, err)
 		return
@@ -64,15 +67,19 @@ func (p *Pay) Start(c *gin.Context) {
 type refundView struct {
 	OutRequestNo string `json:"out_request_no"`
 	Kind         string `json:"kind"`
-	TradeNo      string `json:"trade_no"`
-	Amount       string `json:"amount"`
-	State        string `json:"state"`
-	Attempts     int    `json:"attempts"`
-	LastError    string `json:"last_error,omitempty"`
+	// Account and App are the refunded payment's, which the refund goes
+	// through ("" for one recorded before several: the first).
+	Account   string `json:"account"`
+	App       string `json:"app"`
+	TradeNo   string `json:"trade_no"`
+	Amount    string `json:"amount"`
+	State     string `json:"state"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 func newRefundView(f model.Refund) refundView {
-	return refundView{OutRequestNo: f.OutRequestNo, Kind: string(f.Kind), TradeNo: f.TradeNo,
+	return refundView{OutRequestNo: f.OutRequestNo, Kind: string(f.Kind), Account: f.Account, App: f.App, TradeNo: f.TradeNo,
 		Amount: f.Amount.StringFixed(2), State: string(f.State), Attempts: f.Attempts, LastError: f.LastError}
 }
 

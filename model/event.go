@@ -25,8 +25,13 @@ const (
 // TradeEventData is the data of trade.closed: an Alipay trade (payment
 // attempt) closed, so it can no longer be paid.
 type TradeEventData struct {
-	OrderID    int64  `json:"order_id"`
-	Provider   string `json:"provider"`
+	OrderID  int64  `json:"order_id"`
+	Provider string `json:"provider"`
+	// Account and App are the provider account and app the trade was open
+	// in ("" in events of rows written before several: the provider's
+	// first account, its first app).
+	Account    string `json:"account"`
+	App        string `json:"app"`
 	AttemptNo  int    `json:"attempt_no"`
 	OutTradeNo string `json:"out_trade_no"`
 	Method     string `json:"method"`
@@ -77,6 +82,8 @@ type PaymentEventData struct {
 	OrderID    int64      `json:"order_id"`
 	OrderSN    string     `json:"order_sn"`
 	Provider   string     `json:"provider"`
+	Account    string     `json:"account"`
+	App        string     `json:"app"`
 	TradeNo    string     `json:"trade_no"`
 	OutTradeNo string     `json:"out_trade_no"`
 	Amount     string     `json:"amount"`
@@ -123,6 +130,8 @@ type RefundEventData struct {
 	OrderID      int64  `json:"order_id"`
 	OrderSN      string `json:"order_sn"`
 	Provider     string `json:"provider"`
+	Account      string `json:"account"`
+	App          string `json:"app"`
 	TradeNo      string `json:"trade_no"`
 	OutTradeNo   string `json:"out_trade_no"`
 	OutRequestNo string `json:"out_request_no"`

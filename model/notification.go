@@ -59,7 +59,10 @@ type Notification struct {
 	TradeStatus TradeStatus
 	// AppID is the app the notification names (the verifier has checked
 	// it is ours).
-	AppID       string
+	AppID string
+	// SellerID is the seller the notification names (the verifier has
+	// checked it is the app's).
+	SellerID    string
 	OutTradeNo  string
 	TradeNo     string
 	TotalAmount decimal.Decimal
@@ -98,7 +101,7 @@ func (n Notification) IsRefund() bool {
 // Alipay's layout between 2004 and a day from now, are left out and named
 // in Dropped (payment_time is then when the payment was observed).
 func ParseNotification(get func(string) string) (Notification, error) {
-	n := Notification{TradeStatus: TradeStatus(get("trade_status")), AppID: get("app_id"),
+	n := Notification{TradeStatus: TradeStatus(get("trade_status")), AppID: get("app_id"), SellerID: get("seller_id"),
 		RefundFee: get("refund_fee"), OutBizNo: get("out_biz_no"), GmtRefund: get("gmt_refund")}
 	if id := get("notify_id"); len(id) <= maxNotifyIDLen && visibleASCII(id) {
 		n.NotifyID = id

@@ -27,13 +27,18 @@ type Observation struct {
 	// Ref says where the observation came from, kept for reference only:
 	// a notification's id, QueryRef, or BillRef.
 	Ref string
-	// App and Status are what a notification named, kept for no row: the
-	// provider's app (Alipay's app_id, WeChat Pay's appid) and its word for
-	// the trade's state (Alipay's trade_status, WeChat Pay's trade_state).
-	// A duplicate is answered from memory only for a notification that
-	// names the same ones as the one recorded (service.DuplicateCache);
-	// empty when not learnt from a notification.
-	App, Status string
+	// Account and App are the provider account (Alipay's seller_id, WeChat
+	// Pay's mchid) and app (Alipay's app_id, WeChat Pay's appid) that took
+	// the money, recorded with the payment: a notification names them, a
+	// query takes its attempt's. Empty when unknown (a bill line): the
+	// provider's first account, its first app.
+	Account, App string
+	// Status is the provider's word for the trade's state (Alipay's
+	// trade_status, WeChat Pay's trade_state), kept for no row. A duplicate
+	// is answered from memory only for a notification that names the same
+	// app and status as the one recorded (service.DuplicateCache); empty
+	// when not learnt from a notification.
+	Status string
 }
 
 // QueryRef is the Ref of a payment an active query found.
@@ -67,11 +72,12 @@ func (o Observation) Check() error {
 // Observation is a paid notification as the ledger takes it.
 func (n Notification) Observation() Observation {
 	return Observation{Provider: ProviderAlipay, TradeNo: n.TradeNo, OutTradeNo: n.OutTradeNo,
-		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID, App: n.AppID, Status: string(n.TradeStatus)}
+		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID, Account: n.SellerID, App: n.AppID, Status: string(n.TradeStatus)}
 }
 
-// Observation is a trade a query found paid, as the ledger takes it.
-func (t Trade) Observation() Observation {
-	return Observation{Provider: t.Provider, TradeNo: t.TradeNo, OutTradeNo: t.OutTradeNo,
+// Observation is a trade a query of attempt a found paid, as the ledger
+// takes it: in a's account and app, which were asked.
+func (t Trade) Observation(a PayAttempt) Observation {
+	return Observation{Provider: t.Provider, Account: a.Account, App: a.App, TradeNo: t.TradeNo, OutTradeNo: t.OutTradeNo,
 		Amount: t.Amount, PaidAt: t.PaidAt, Ref: QueryRef(t.TradeNo)}
 }

@@ -70,14 +70,17 @@ type PayAttempt struct {
 	OrderID   int64
 	AttemptNo int
 	// Provider is who the trade is open at: the jobs ask it, and only it.
-	Provider    Provider
-	OutTradeNo  string
-	Method      PayMethod
-	Amount      decimal.Decimal
-	State       AttemptState
-	PayURL      string
-	Queries     int
-	NextQueryAt time.Time
+	Provider Provider
+	// Account and App are the provider account and app the trade is open
+	// in (as Payment's): its query and close go through them.
+	Account, App string
+	OutTradeNo   string
+	Method       PayMethod
+	Amount       decimal.Decimal
+	State        AttemptState
+	PayURL       string
+	Queries      int
+	NextQueryAt  time.Time
 	// ExpireAt is the trade's time_expire: Alipay takes no payment after it.
 	ExpireAt   time.Time
 	CreateTime time.Time
@@ -131,9 +134,12 @@ const (
 // Refund is a row of oms_refund: money on its way back. Its out_request_no
 // is derived from what it refunds, so a retry can never refund twice.
 type Refund struct {
-	OutRequestNo   string
-	Kind           RefundKind
-	Provider       Provider
+	OutRequestNo string
+	Kind         RefundKind
+	Provider     Provider
+	// Account and App are the refunded payment's: the refund goes through
+	// the app that took the money, never another.
+	Account, App   string
 	TradeNo        string
 	OutTradeNo     string
 	OrderID        int64

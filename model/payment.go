@@ -91,15 +91,21 @@ const (
 // Payment is a row of oms_order_payment: one real movement of money,
 // identified by (Provider, TradeNo).
 type Payment struct {
-	Provider   Provider
-	TradeNo    string
-	OrderID    int64
-	OutTradeNo string
-	Amount     decimal.Decimal
-	State      PaymentState
-	Reason     RefundReason
-	NotifyID   string
-	PaidAt     *time.Time
-	CreateTime time.Time
-	UpdateTime time.Time
+	Provider Provider
+	// Account and App are the provider account (Alipay's seller_id, WeChat
+	// Pay's mchid) and app (Alipay's app_id, WeChat Pay's appid) that took
+	// the money: its refunds go through them. Empty in a row written
+	// before paynotify knew several: the provider's first account, its
+	// first app (see Accounts.Default).
+	Account, App string
+	TradeNo      string
+	OrderID      int64
+	OutTradeNo   string
+	Amount       decimal.Decimal
+	State        PaymentState
+	Reason       RefundReason
+	NotifyID     string
+	PaidAt       *time.Time
+	CreateTime   time.Time
+	UpdateTime   time.Time
 }

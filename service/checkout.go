@@ -60,8 +60,12 @@ func NewCheckout(store *dao.Store, providers Providers, payments *Payments, lock
 
 // PayView is what the buyer needs to pay: a URL to open, or a QR code.
 type PayView struct {
-	OrderSN    string `json:"order_sn"`
-	Provider   string `json:"provider"`
+	OrderSN  string `json:"order_sn"`
+	Provider string `json:"provider"`
+	// Account and App are the provider account and app the trade is open
+	// in ("" when the provider is configured without ids: its only app).
+	Account    string `json:"account"`
+	App        string `json:"app"`
 	AttemptNo  int    `json:"attempt_no"`
 	OutTradeNo string `json:"out_trade_no"`
 	Method     string `json:"method"`
@@ -78,7 +82,7 @@ type PayView struct {
 }
 
 func payView(sn string, a model.PayAttempt) PayView {
-	v := PayView{OrderSN: sn, Provider: string(a.Provider), AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
+	v := PayView{OrderSN: sn, Provider: string(a.Provider), Account: a.Account, App: a.App, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Amount: a.Amount.StringFixed(2)}
 	switch a.Method {
 	case model.PayQR:
 		v.QRCode = a.PayURL
@@ -108,19 +112,25 @@ func (c *Checkout) Start(ctx context.Context, memberID int64, sn string, provide
 // StartFor is Start for a buyer's client that says who it is (WeChat Pay's
 // jsapi needs the payer's openid, its h5 the payer's IP).
 func (c *Checkout) StartFor(ctx context.Context, memberID int64, sn string, provider model.Provider, method model.PayMethod, payer model.Payer) (PayView, error) {
-	gw, err := c.providers.get(provider)
+	return c.StartIn(ctx, memberID, sn, provider, method, "", payer)
+}
+
+// StartIn is StartFor in the provider's app appRef (its name or id): empty,
+// the first app of the provider's first account that takes method. An app
+// that does not exist or cannot take method is model.ErrInvalidRequest.
+// Another app's open trade for the order is closed first, as another
+// provider's is.
+func (c *Checkout) StartIn(ctx context.Context, memberID int64, sn string, provider model.Provider, method model.PayMethod, appRef string, payer model.Payer) (PayView, error) {
+	app, err := c.providers.choose(provider, appRef, method)
 	if err != nil {
 		return PayView{}, err
 	}
-	if !gw.Accepts(method) {
-		return PayView{}, fmt.Errorf("%w: %s takes no method %q", model.ErrInvalidRequest, provider.Name(), model.Clip(string(method)))
-	}
-	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(provider) + "\x00" + string(method)
+	key := strconv.FormatInt(memberID, 10) + "\x00" + sn + "\x00" + string(provider) + "\x00" + app.Account + "\x00" + app.ID + "\x00" + string(method)
 	// The shared start outlives a caller who gives up (its own bound is
 	// startTimeout), so the caller's retry finds its result; the caller
 	// itself waits no longer than its deadline.
 	ch := c.flight.DoChan(key, func() (any, error) {
-		return c.start(context.WithoutCancel(ctx), memberID, sn, payment{provider, gw, method, payer})
+		return c.start(context.WithoutCancel(ctx), memberID, sn, payment{provider, app, method, payer})
 	})
 	select {
 	case r := <-ch:
@@ -133,13 +143,19 @@ func (c *Checkout) StartFor(ctx context.Context, memberID int64, sn string, prov
 	}
 }
 
-// payment is how the buyer asked to pay: through which provider, by which
-// method.
+// payment is how the buyer asked to pay: through which provider and app,
+// by which method.
 type payment struct {
 	provider model.Provider
-	gw       Provider
+	app      App
 	method   model.PayMethod
 	payer    model.Payer
+}
+
+// same reports whether attempt a is a trade of pay's provider, account,
+// app and method: the one to reuse.
+func (pay payment) same(a model.PayAttempt) bool {
+	return a.Provider == pay.provider && a.Account == pay.app.Account && a.App == pay.app.ID && a.Method == pay.method
 }
 
 func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay payment) (PayView, error) {
@@ -163,7 +179,7 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay pay
 		}
 		next := 1
 		if found {
-			same := latest.Provider == pay.provider && latest.Method == pay.method
+			same := pay.same(latest)
 			switch {
 			case latest.State == model.AttemptOpen && same:
 				return c.ensureURL(ctx, order, latest, pay.payer)
@@ -178,11 +194,11 @@ func (c *Checkout) start(ctx context.Context, memberID int64, sn string, pay pay
 		if err != nil {
 			return PayView{}, err
 		}
-		if created || a.Provider == pay.provider && a.Method == pay.method {
+		if created || pay.same(a) {
 			return c.ensureURL(ctx, order, a, pay.payer)
 		}
-		// Another request made attempt `next` for another provider or
-		// method: go round.
+		// Another request made attempt `next` for another provider, app
+		// or method: go round.
 		if order, err = c.store.Order(ctx, sn); err != nil {
 			return PayView{}, err
 		}
@@ -203,14 +219,14 @@ func (c *Checkout) createAttempt(ctx context.Context, order model.Order, no int,
 		return model.PayAttempt{}, false, fmt.Errorf("%w: %q is about to be closed", model.ErrOrderNotPayable, order.OrderSN)
 	}
 	a := model.PayAttempt{
-		OrderID: order.ID, AttemptNo: no, Provider: pay.provider, OutTradeNo: outTradeNo(order.OrderSN, no), Method: pay.method,
+		OrderID: order.ID, AttemptNo: no, Provider: pay.provider, Account: pay.app.Account, App: pay.app.ID, OutTradeNo: outTradeNo(order.OrderSN, no), Method: pay.method,
 		Amount: order.PayAmount, NextQueryAt: c.now().Add(firstQueryAfter), ExpireAt: expireAt,
 	}
 	// What is only signed here (Alipay's page and WAP URLs): store the one
 	// answer every caller will get, in the insert itself.
-	if pay.gw.SignsLocally(pay.method) {
+	if pay.app.Adapter.SignsLocally(pay.method) {
 		var err error
-		if a.PayURL, err = pay.gw.StartPayment(ctx, payStart(order, a, pay.payer)); err != nil {
+		if a.PayURL, err = pay.app.Adapter.StartPayment(ctx, payStart(order, a, pay.payer)); err != nil {
 			return model.PayAttempt{}, false, err
 		}
 	}
@@ -266,7 +282,7 @@ func (c *Checkout) ensureURL(ctx context.Context, order model.Order, a model.Pay
 	if a.PayURL != "" {
 		return payView(order.OrderSN, a), nil
 	}
-	gw, err := c.providers.get(a.Provider)
+	gw, err := c.providers.app(a.Provider, a.Account, a.App)
 	if err != nil {
 		return PayView{}, err
 	}
@@ -305,12 +321,12 @@ func payStart(order model.Order, a model.PayAttempt, payer model.Payer) model.Pa
 	return model.PayStart{OutTradeNo: a.OutTradeNo, Subject: subject(order), Amount: a.Amount, Method: a.Method, ExpireAt: a.ExpireAt, Payer: payer}
 }
 
-// closeForSwitch closes the open trade of another provider or method
-// before a new attempt, at the provider it is open at. If the provider
+// closeForSwitch closes the open trade of another provider, app or method
+// before a new attempt, in the app it is open in. If the provider
 // says it is already paid, the payment is applied and the order is no
 // longer payable.
 func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a model.PayAttempt) error {
-	gw, err := c.providers.get(a.Provider)
+	gw, err := c.providers.app(a.Provider, a.Account, a.App)
 	if err != nil {
 		return err
 	}
@@ -330,7 +346,7 @@ func (c *Checkout) closeForSwitch(ctx context.Context, order model.Order, a mode
 		case err != nil:
 			return err
 		case t.Status.Paid():
-			if _, _, err := c.payments.Observe(ctx, t.Observation()); err != nil {
+			if _, _, err := c.payments.Observe(ctx, t.Observation(a)); err != nil {
 				return err
 			}
 			return fmt.Errorf("%w: %q was paid meanwhile", model.ErrOrderNotPayable, order.OrderSN)

@@ -38,7 +38,7 @@ func orderEvent(typ model.EventType, o model.Order, reason string, now time.Time
 
 func paymentEvent(typ model.EventType, p model.Payment, orderSN string, now time.Time) (model.Event, error) {
 	return newEvent(typ, p.OrderID, model.PaymentEventData{
-		OrderID: p.OrderID, OrderSN: orderSN, Provider: string(p.Provider), TradeNo: p.TradeNo,
+		OrderID: p.OrderID, OrderSN: orderSN, Provider: string(p.Provider), Account: p.Account, App: p.App, TradeNo: p.TradeNo,
 		OutTradeNo: p.OutTradeNo, Amount: p.Amount.StringFixed(2), State: string(p.State),
 		Reason: string(p.Reason), PaidAt: p.PaidAt,
 	}, now)
@@ -49,7 +49,7 @@ func paymentEvent(typ model.EventType, p model.Payment, orderSN string, now time
 // order: OrderID 0).
 func refundEvent(typ model.EventType, f model.Refund, orderSN string, now time.Time) (model.Event, error) {
 	return newEvent(typ, f.OrderID, model.RefundEventData{
-		OrderID: f.OrderID, OrderSN: orderSN, Provider: string(f.Provider), TradeNo: f.TradeNo,
+		OrderID: f.OrderID, OrderSN: orderSN, Provider: string(f.Provider), Account: f.Account, App: f.App, TradeNo: f.TradeNo,
 		OutTradeNo: f.OutTradeNo, OutRequestNo: f.OutRequestNo, Kind: string(f.Kind),
 		Amount: f.Amount.StringFixed(2), Reason: f.Reason,
 	}, now)

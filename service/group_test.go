@@ -231,7 +231,7 @@ func TestGroupApplyDuplicatesSQL(t *testing.T) {
 // orders.
 const (
 	groupLock   = orderSelect + "id IN (?,?,?) ORDER BY id"
-	payments3   = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES (?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?) "
+	payments3   = "INSERT INTO `oms_order_payment` (`account`,`amount`,`app`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?,?,?,?) "
 	events3     = "INSERT INTO `outbox` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES (?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?),(?,?,?,?,?,?,?,?,?,?)"
 	ordersPaid3 = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END,`status`=? WHERE id IN (?,?,?) AND status = ?"
 	sellStock3  = "UPDATE `pms_sku_stock` SET `lock_stock`=lock_stock - CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END,`modify_time`=?,`stock`=stock - CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END WHERE id IN (?,?,?)"

@@ -79,7 +79,7 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 		t, err := r.query(ctx, a)
 		switch {
 		case err == nil && t.Status.Paid():
-			if _, outcome, err := r.payments.Observe(ctx, t.Observation()); err != nil {
+			if _, outcome, err := r.payments.Observe(ctx, t.Observation(a)); err != nil {
 				r.log.Error("query found a payment that could not be applied", "out_trade_no", a.OutTradeNo, "err", err)
 				if err := r.store.ScheduleQuery(ctx, a.ID, r.now().Add(queryBackoff(a.Queries+1))); err != nil && ctx.Err() != nil {
 					return paid, err
@@ -120,7 +120,7 @@ func (r *OpenTrades) QueryDue(ctx context.Context) (int, error) {
 
 // query asks a's provider where its trade stands.
 func (r *OpenTrades) query(ctx context.Context, a model.PayAttempt) (model.Trade, error) {
-	gw, err := r.providers.get(a.Provider)
+	gw, err := r.providers.app(a.Provider, a.Account, a.App)
 	if err != nil {
 		return model.Trade{}, err
 	}
@@ -187,7 +187,7 @@ func (r *OpenTrades) CloseAbandoned(ctx context.Context) (int, error) {
 // closeAbandoned closes one attempt's trade and reports whether it
 // recorded the close. An error means the attempt is still open.
 func (r *OpenTrades) closeAbandoned(ctx context.Context, a model.PayAttempt) (bool, error) {
-	gw, err := r.providers.get(a.Provider)
+	gw, err := r.providers.app(a.Provider, a.Account, a.App)
 	if err != nil {
 		return false, err
 	}
@@ -202,7 +202,7 @@ func (r *OpenTrades) closeAbandoned(ctx context.Context, a model.PayAttempt) (bo
 		}
 		switch {
 		case t.Status.Paid():
-			if _, _, err := r.payments.Observe(ctx, t.Observation()); err != nil {
+			if _, _, err := r.payments.Observe(ctx, t.Observation(a)); err != nil {
 				return false, fmt.Errorf("paid trade of a closed order not applied yet: %w", err)
 			}
 			// Applied (REFUND_PENDING, refunded by the refund job); the
@@ -228,7 +228,7 @@ func closeAttempt(ctx context.Context, store *dao.Store, a model.PayAttempt, rea
 			return err
 		}
 		ev, err := newEvent(model.EventTradeClosed, a.OrderID, model.TradeEventData{
-			OrderID: a.OrderID, Provider: string(a.Provider), AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Reason: reason,
+			OrderID: a.OrderID, Provider: string(a.Provider), Account: a.Account, App: a.App, AttemptNo: a.AttemptNo, OutTradeNo: a.OutTradeNo, Method: string(a.Method), Reason: reason,
 		}, now)
 		if err != nil {
 			return err

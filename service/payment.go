@@ -235,6 +235,8 @@ func (p *Payments) newPayment(order model.Order, n model.Observation) model.Paym
 	}
 	return model.Payment{
 		Provider:   n.Provider,
+		Account:    n.Account,
+		App:        n.App,
 		TradeNo:    n.TradeNo,
 		OrderID:    order.ID,
 		OutTradeNo: n.OutTradeNo,

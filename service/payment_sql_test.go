@@ -99,7 +99,7 @@ func TestObserveSQL(t *testing.T) {
 // FOR UPDATE: its transactions take the write lock at BEGIN IMMEDIATE.
 const (
 	orderSelect     = "SELECT `id`,`order_sn`,`member_id`,`pay_amount`,`status`,`pay_type`,`payment_time`,`total_amount`,`coupon_id`,`coupon_amount`,`integration`,`integration_amount`,`stock_reservation`,`create_time`,`modify_time` FROM `oms_order` WHERE "
-	paymentInsert   = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+	paymentInsert   = "INSERT INTO `oms_order_payment` (`account`,`amount`,`app`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
 	eventInsert     = "INSERT INTO `outbox` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES (?,?,?,?,?,?,?,?,?,?)"
 	markOrderPaid   = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=?,`status`=? WHERE id = ? AND status = ?"
 	sellReservation = "UPDATE `pms_sku_stock` SET `lock_stock`=lock_stock - CASE id WHEN ? THEN ? END,`modify_time`=?,`stock`=stock - CASE id WHEN ? THEN ? END WHERE id IN (?)"

@@ -28,6 +28,11 @@ type BillReconciler struct {
 	payments *Payments
 	// Provider is whose bill this reconciles (Alipay's, unless set).
 	Provider model.Provider
+	// Accounts are the ledger accounts the bill covers: only their rows
+	// are looked for in it. Empty, every row of the provider (one
+	// account). A bill covers one account, and '' is a row written before
+	// the ledger knew accounts: the provider's first (see AppSet).
+	Accounts []string
 	log      *slog.Logger
 	owner    string
 	// Batch is how many bill lines are matched per round trip, and
@@ -273,7 +278,7 @@ func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attemp
 	if err := m.missing(ctx, from, to); err != nil {
 		return fail(err)
 	}
-	ledger, err := r.store.LedgerTotals(ctx, r.Provider, day, day.AddDate(0, 0, 1))
+	ledger, err := r.store.LedgerTotals(ctx, r.Provider, r.Accounts, day, day.AddDate(0, 0, 1))
 	if err != nil {
 		return fail(err)
 	}

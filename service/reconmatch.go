@@ -330,14 +330,14 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 		return it, nil
 	}
 	f := model.Refund{
-		OutRequestNo: e.OutRequestNo, Kind: model.RefundConsole, Provider: p.Provider, TradeNo: p.TradeNo,
+		OutRequestNo: e.OutRequestNo, Kind: model.RefundConsole, Provider: p.Provider, Account: p.Account, App: p.App, TradeNo: p.TradeNo,
 		OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: amount, Reason: "found in " + m.r.Provider.Name() + "'s bill of " + m.date,
 		State: model.RefundRefunded,
 	}
 	// Money left Alipay: the journal books it as a refund (payment.refunded,
 	// kind CONSOLE) — once, with the refund's row.
 	ev, err := newEvent(model.EventRefunded, p.OrderID, model.RefundEventData{
-		OrderID: p.OrderID, Provider: string(p.Provider), TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
+		OrderID: p.OrderID, Provider: string(p.Provider), Account: p.Account, App: p.App, TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
 		OutRequestNo: e.OutRequestNo, Kind: string(model.RefundConsole), Amount: amount.StringFixed(2), Reason: f.Reason,
 	}, m.r.now())
 	if err != nil {

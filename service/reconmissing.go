@@ -16,7 +16,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	r := m.r
 	err := missingSide(ctx, m,
 		func(after string, limit int) ([]model.Payment, error) {
-			return r.store.UnseenPayments(ctx, r.Provider, from, to, after, limit)
+			return r.store.UnseenPayments(ctx, r.Provider, r.Accounts, from, to, after, limit)
 		},
 		func(p model.Payment) string { return p.TradeNo },
 		func(p model.Payment) {
@@ -33,7 +33,7 @@ func (m *matcher) missing(ctx context.Context, from, to time.Time) error {
 	}
 	return missingSide(ctx, m,
 		func(after string, limit int) ([]model.Refund, error) {
-			return r.store.UnseenRefunds(ctx, r.Provider, from, to, after, limit)
+			return r.store.UnseenRefunds(ctx, r.Provider, r.Accounts, from, to, after, limit)
 		},
 		func(f model.Refund) string { return f.OutRequestNo },
 		func(f model.Refund) {

@@ -144,7 +144,7 @@ func (r *Refunds) enqueue(ctx context.Context, p model.Payment, act *model.Act) 
 		// part of it already: give back what is left.
 		left := leftOf(p, refunds)
 		f := model.Refund{
-			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
+			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, Account: p.Account, App: p.App, TradeNo: p.TradeNo,
 			OutTradeNo: p.OutTradeNo, OrderID: p.OrderID, Amount: left, Reason: string(p.Reason),
 		}
 		if act != nil {
@@ -217,7 +217,7 @@ func (r *Refunds) Execute(ctx context.Context) (int, error) {
 
 // execute asks the provider that took the money to give f back.
 func (r *Refunds) execute(ctx context.Context, f model.Refund) (bool, error) {
-	gw, err := r.providers.get(f.Provider)
+	gw, err := r.providers.app(f.Provider, f.Account, f.App)
 	if err != nil {
 		return false, r.unknown(ctx, f, err)
 	}
@@ -375,7 +375,7 @@ func (r *Refunds) request(ctx context.Context, sn, key string, amount decimal.De
 			return fmt.Errorf("%w: %s asked, %s left of %s paid", model.ErrRefundTooLarge, amount.StringFixed(2), left.StringFixed(2), paid.Amount.StringFixed(2))
 		}
 		out = model.Refund{
-			OutRequestNo: no, Kind: model.RefundAfterSale, Provider: paid.Provider, TradeNo: paid.TradeNo,
+			OutRequestNo: no, Kind: model.RefundAfterSale, Provider: paid.Provider, Account: paid.Account, App: paid.App, TradeNo: paid.TradeNo,
 			OutTradeNo: paid.OutTradeNo, OrderID: order.ID, Amount: amount, Reason: reason,
 			State: model.RefundRefunding, IdempotencyKey: key,
 		}

@@ -146,7 +146,7 @@ func (r *Refunds) enqueueOrderless(ctx context.Context, p model.Payment, act *mo
 			return nil
 		}
 		_, err = tx.InsertRefund(ctx, model.Refund{
-			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, TradeNo: p.TradeNo,
+			OutRequestNo: autoRequestNo(p), Kind: model.RefundAuto, Provider: p.Provider, Account: p.Account, App: p.App, TradeNo: p.TradeNo,
 			OutTradeNo: p.OutTradeNo, Amount: left, Reason: model.RefundUnmatchedReason,
 		})
 		enqueued = err == nil

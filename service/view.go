@@ -34,7 +34,11 @@ type ItemView struct {
 // PaymentView is one movement of money as the APIs show it: each of an
 // order's payments (the member API) and a ledger row (the admin API).
 type PaymentView struct {
-	Provider   string `json:"provider"`
+	Provider string `json:"provider"`
+	// Account and App took the money ("" for a payment recorded before
+	// paynotify knew several: the provider's first account, its first app).
+	Account    string `json:"account"`
+	App        string `json:"app"`
 	TradeNo    string `json:"trade_no"`
 	OutTradeNo string `json:"out_trade_no"`
 	Amount     string `json:"amount"`
@@ -45,7 +49,7 @@ type PaymentView struct {
 
 // NewPaymentView is p as the APIs show it.
 func NewPaymentView(p model.Payment) PaymentView {
-	v := PaymentView{Provider: string(p.Provider), TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
+	v := PaymentView{Provider: string(p.Provider), Account: p.Account, App: p.App, TradeNo: p.TradeNo, OutTradeNo: p.OutTradeNo,
 		Amount: p.Amount.StringFixed(2), State: string(p.State), Reason: string(p.Reason)}
 	if p.PaidAt != nil {
 		v.PaidAt = p.PaidAt.UTC().Format("2006-01-02T15:04:05Z")

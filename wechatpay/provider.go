@@ -101,7 +101,7 @@ func (t Transaction) Observation() model.Observation {
 		ref = model.QueryRef(t.TransactionID)
 	}
 	return model.Observation{Provider: model.ProviderWechatpay, TradeNo: t.TransactionID, OutTradeNo: t.OutTradeNo,
-		Amount: Yuan(t.Total), PaidAt: &at, Ref: ref, App: t.AppID, Status: string(TradeSuccess)}
+		Amount: Yuan(t.Total), PaidAt: &at, Ref: ref, Account: t.MchID, App: t.AppID, Status: string(TradeSuccess)}
 }
 
 // QueryTrade is Client.QueryTrade in the service's terms: SUCCESS and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/fakewechatpay"
 	"paynotify/model"
 	"paynotify/wechatpay"
 )
@@ -52,7 +53,7 @@ func TestProvider(t *testing.T) {
 	if err != nil || tr.Status != model.TradeSuccess || !tr.Amount.Equal(decimal.RequireFromString("88.00")) || tr.TradeNo == "" || tr.PaidAt == nil {
 		t.Fatalf("query paid: %+v %v", tr, err)
 	}
-	if o := tr.Observation(); o.Check() != nil || o.Provider != model.ProviderWechatpay {
+	if o := tr.Observation(model.PayAttempt{}); o.Check() != nil || o.Provider != model.ProviderWechatpay {
 		t.Fatalf("observation %+v: %v", o, o.Check())
 	}
 
@@ -105,5 +106,48 @@ func TestProviderTradeBill(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].OutTradeNo != "DEMO-9101" || !got[0].Amount.Equal(decimal.RequireFromString("12.34")) {
 		t.Fatalf("entries %+v", got)
+	}
+}
+
+// A JSAPI payment in the merchant's mini program: the prepay names the
+// mini program's appid (the openid is one of its users'), the signed
+// parameters carry it, and the notification and the query name it back —
+// the ledger's app.
+func TestProviderForApp(t *testing.T) {
+	const mini = "wx9999999999999999"
+	e := newEnv(t, func(fc *fakewechatpay.Config, cc *wechatpay.Config) {
+		fc.AppIDs = []string{mini}
+		cc.AppIDs = []string{mini}
+	})
+	p := wechatpay.NewProvider(e.client, e.recv.srv.URL).ForApp(mini)
+	ctx := context.Background()
+	s, err := p.StartPayment(ctx, model.PayStart{OutTradeNo: "MINI-0001", Subject: "Order MINI-0001", Amount: decimal.RequireFromString("9.00"),
+		Method: model.PayJSAPI, ExpireAt: time.Now().Add(10 * time.Minute), Payer: model.Payer{OpenID: "oMINI"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp model.ClientPay
+	if err := json.Unmarshal([]byte(s), &cp); err != nil || cp.Params["appId"] != mini {
+		t.Fatalf("jsapi params %+v %v, want appId %s", cp.Params, err, mini)
+	}
+	if tr, ok := e.fake.Trade("MINI-0001"); !ok || tr.AppID != mini {
+		t.Fatalf("the fake's trade is in app %q (%v), want %s", tr.AppID, ok, mini)
+	}
+	if err := e.fake.Pay(ctx, "MINI-0001"); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.WaitNotifications()
+	got, errs := e.recv.Got()
+	if len(errs) != 0 || len(got) != 1 || got[0].Payment == nil || got[0].Payment.AppID != mini {
+		t.Fatalf("notifications %+v, errors %v", got, errs)
+	}
+	if o := got[0].Payment.Observation(); o.App != mini || o.Account != e.client.MchID() {
+		t.Fatalf("observation in %s/%s, want %s/%s", o.Account, o.App, e.client.MchID(), mini)
+	}
+	// The first appid's provider starts in the first appid.
+	s, err = wechatpay.NewProvider(e.client, e.recv.srv.URL).StartPayment(ctx, model.PayStart{OutTradeNo: "MINI-0002", Subject: "Order MINI-0002",
+		Amount: decimal.RequireFromString("9.00"), Method: model.PayJSAPI, ExpireAt: time.Now().Add(10 * time.Minute), Payer: model.Payer{OpenID: "oOFFICIAL"}})
+	if err := json.Unmarshal([]byte(s), &cp); err != nil || cp.Params["appId"] != e.client.AppID() {
+		t.Fatalf("default app params %+v %v", cp.Params, err)
 	}
 }

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"paynotify/alipay"
+	"paynotify/dao"
+	"paynotify/handler"
+	"paynotify/model"
+)
+
+// serve with PROVIDERS_FILE of two Alipay sellers, two apps under the
+// first and one under the second, each app its own key pair: each app's
+// notification, verified with that app's Alipay key, is applied once and
+// recorded with its seller and app; an unconfigured app is refused
+// (failure, nothing written, WARN naming it, unknown_app counted); and a
+// payment starts in the app the request names.
+func TestServeAlipayApps(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	type app struct{ id, seller, name, alipayKey string }
+	apps := []*app{
+		{id: "2021000000000031", seller: "2088000000000031", name: "web"},
+		{id: "2021000000000032", seller: "2088000000000031", name: "mobile"},
+		{id: "2021000000000041", seller: "2088000000000041", name: "group"},
+	}
+	var file strings.Builder
+	file.WriteString("alipay:\n")
+	for i, a := range apps {
+		if i == 0 || a.seller != apps[i-1].seller {
+			fmt.Fprintf(&file, "  - seller_id: %q\n    apps:\n", a.seller)
+		}
+		private, _ := newKeyPair(t)
+		alipayPrivate, alipayPublic := newKeyPair(t)
+		a.alipayKey = alipayPrivate
+		fmt.Fprintf(&file, "      - app_id: %q\n        name: %s\n        private_key_file: %s\n        alipay_public_key_file: %s\n",
+			a.id, a.name, write(a.name+"-key.pem", private), write(a.name+"-alipay.pem", alipayPublic))
+		if a.name == "mobile" {
+			file.WriteString("        methods: [wap, qr]\n")
+		}
+	}
+	secret := "apps-test-jwt-secret-0123456789abcdef"
+	db := filepath.Join(dir, "apps.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "PROVIDERS_FILE=" + write("providers.yaml", file.String()),
+		"API_JWT_SECRET=" + secret, "PUBLIC_URL=https://pay.example", "RECON_AT=off", "ORDER_PAY_TIMEOUT=24h"}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	base, logs := start(t, []string{"serve"}, environ)
+
+	notify := func(a *app, appID, sellerID, sn, tradeNo string) string {
+		t.Helper()
+		form := url.Values{
+			"notify_type": {"trade_status_sync"}, "notify_id": {"n-" + tradeNo}, "notify_time": {"2026-11-30 12:00:00"},
+			"app_id": {appID}, "seller_id": {sellerID}, "charset": {"utf-8"}, "version": {"1.0"},
+			"trade_no": {tradeNo}, "out_trade_no": {sn}, "trade_status": {"TRADE_SUCCESS"}, "total_amount": {"9.00"},
+			"gmt_payment": {model.FormatAlipayTime(time.Now().Add(-time.Minute))},
+		}
+		signed, err := alipay.SignForm(a.alipayKey, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return post(t, base+"/alipay/notify", signed.Encode())
+	}
+	for i, a := range apps {
+		sn := fmt.Sprintf("APPS-%d", i)
+		o, err := store.CreateOrder(ctx, sn, 1, decimal.RequireFromString("9.00"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tradeNo := fmt.Sprintf("20261130220014%014d", i)
+		for range 2 { // the resend is a duplicate
+			if got := notify(a, a.id, a.seller, sn, tradeNo); got != "success" {
+				t.Fatalf("%s: answer %q\n%s", a.name, got, logs)
+			}
+		}
+		// Signed with another app's Alipay key: not this app's notification.
+		if got := notify(apps[(i+1)%len(apps)], a.id, a.seller, sn, tradeNo+"9"); got != "failure" {
+			t.Fatalf("%s: signed with another app's key: %q", a.name, got)
+		}
+		pays, err := store.PaymentsByOrder(ctx, o.ID)
+		if err != nil || len(pays) != 1 || pays[0].State != model.PaymentApplied || pays[0].Account != a.seller || pays[0].App != a.id {
+			t.Fatalf("%s: payments %+v %v", a.name, pays, err)
+		}
+	}
+	// An app nobody configured, signed with a configured app's key.
+	o, err := store.CreateOrder(ctx, "APPS-UNKNOWN", 1, decimal.RequireFromString("9.00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := notify(apps[0], "2021000000000999", apps[0].seller, "APPS-UNKNOWN", "20261130220014999999"); got != "failure" {
+		t.Fatalf("unknown app: %q", got)
+	}
+	if pays, _ := store.PaymentsByOrder(ctx, o.ID); len(pays) != 0 {
+		t.Fatalf("unknown app wrote %+v", pays)
+	}
+	waitForMetrics(t, base, []string{`paynotify_notify_refused_total{provider="alipay",reason="unknown_app"} 1`}, nil)
+	if !strings.Contains(logs.String(), "2021000000000999") {
+		t.Errorf("no log line names the unknown app:\n%s", logs)
+	}
+
+	// Paying names the app; an unknown one, or one that cannot take the
+	// method, is a 400 naming it.
+	token, err := handler.MemberToken([]byte(secret), 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateOrder(ctx, "APPS-PAY", 1, decimal.RequireFromString("9.00")); err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	pay := func(body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/orders/APPS-PAY/pay", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		keys++
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("apps-pay-%d", keys))
+		rsp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rsp.Body.Close()
+		var v map[string]any
+		_ = json.NewDecoder(rsp.Body).Decode(&v)
+		return rsp.StatusCode, v
+	}
+	if code, v := pay(`{"provider":"alipay","method":"wap","app":"mobile"}`); code != http.StatusOK || v["app"] != apps[1].id || v["account"] != apps[1].seller ||
+		!strings.Contains(fmt.Sprint(v["pay_url"]), "app_id="+apps[1].id) {
+		t.Fatalf("pay in mobile: %d %v", code, v)
+	}
+	for body, want := range map[string]string{
+		`{"provider":"alipay","method":"page","app":"kiosk"}`:  `no app \"kiosk\"`,
+		`{"provider":"alipay","method":"page","app":"mobile"}`: `takes no method \"page\"`,
+	} {
+		if code, v := pay(body); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(v), strings.ReplaceAll(want, `\"`, `"`)) {
+			t.Errorf("%s: %d %v, want 400 saying %s", body, code, v, want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package service
+
+import (
+	"fmt"
+	"slices"
+
+	"paynotify/model"
+)
+
+// App is one app of a provider account and the adapter that acts for it:
+// what the ledger records of a payment or attempt (Account, ID), and what
+// its queries, closes and refunds go through — that app, never another.
+type App struct {
+	Provider model.Provider
+	// Account is the provider account (Alipay's seller_id, WeChat Pay's
+	// mchid), ID the app (Alipay's app_id, WeChat Pay's appid), Name the
+	// name PROVIDERS_FILE gives it ("" when none).
+	Account, ID, Name string
+	// Methods limits what the app takes; empty, every method its adapter
+	// accepts.
+	Methods []model.PayMethod
+	// Adapter speaks for the app alone (its own keys, its own app id).
+	Adapter Provider
+}
+
+// Accepts reports whether a takes payment by m.
+func (a App) Accepts(m model.PayMethod) bool {
+	return a.Adapter.Accepts(m) && (len(a.Methods) == 0 || slices.Contains(a.Methods, m))
+}
+
+// label is how an error names a: its name, or its id.
+func (a App) label() string {
+	if a.Name != "" {
+		return fmt.Sprintf("%q (%s)", a.Name, a.ID)
+	}
+	return fmt.Sprintf("%q", a.ID)
+}
+
+// AppSet is a provider's apps, every account's, in configuration order.
+// As a Provider it is the first account's first app: the one a row that
+// names no app (written before paynotify knew several) belongs to, and
+// what bills are fetched through until reconciliation runs per account.
+type AppSet struct {
+	Provider
+	apps []App
+}
+
+// NewAppSet is the set of apps, the first the default; at least one.
+func NewAppSet(apps ...App) *AppSet {
+	if len(apps) == 0 {
+		panic("service.NewAppSet: no app")
+	}
+	return &AppSet{Provider: apps[0].Adapter, apps: slices.Clip(apps)}
+}
+
+// Apps are the set's apps, in order.
+func (s *AppSet) Apps() []App { return slices.Clone(s.apps) }
+
+// App is the app id of account, for a row that names them: "" for id is
+// the account's first app ("" for account too: the provider's first
+// account's first), "" for account any account's app id. An app no longer
+// configured is model.ErrUnknownApp: its trades are never asked of another.
+func (s *AppSet) App(account, id string) (App, error) {
+	for _, a := range s.apps {
+		if (account == "" || a.Account == account) && (id == "" || a.ID == id) {
+			return a, nil
+		}
+	}
+	return App{}, fmt.Errorf("%w: %s account %q app %q", model.ErrUnknownApp, s.apps[0].Provider, model.Clip(account), model.Clip(id))
+}
+
+// Choose is the app a payment by m starts in: ref names it (its name or
+// its id), or, empty, the first app of the provider's first account that
+// accepts m. An app that does not exist or cannot take m is
+// model.ErrInvalidRequest naming it.
+func (s *AppSet) Choose(ref string, m model.PayMethod) (App, error) {
+	p := s.apps[0].Provider
+	if ref == "" {
+		for _, a := range s.apps {
+			if a.Accepts(m) {
+				return a, nil
+			}
+		}
+		return App{}, fmt.Errorf("%w: no %s app takes method %q", model.ErrInvalidRequest, p.Name(), model.Clip(string(m)))
+	}
+	for _, a := range s.apps {
+		if a.Name == ref || a.ID == ref {
+			if !a.Accepts(m) {
+				return App{}, fmt.Errorf("%w: %s app %s takes no method %q", model.ErrInvalidRequest, p.Name(), a.label(), model.Clip(string(m)))
+			}
+			return a, nil
+		}
+	}
+	return App{}, fmt.Errorf("%w: %s has no app %q", model.ErrInvalidRequest, p.Name(), model.Clip(ref))
+}
+
+// app is the adapter of provider p's app (account, id) — a row's, "" the
+// first (see AppSet.App). A provider configured as a bare adapter (tests)
+// has one app, whatever the row says.
+func (ps Providers) app(p model.Provider, account, id string) (Provider, error) {
+	gw, err := ps.get(p)
+	if err != nil {
+		return nil, err
+	}
+	if set, ok := gw.(*AppSet); ok {
+		a, err := set.App(account, id)
+		return a.Adapter, err
+	}
+	return gw, nil
+}
+
+// choose is the app of provider p a payment by m starts in (see
+// AppSet.Choose). A bare adapter is one app with no id: ref must be empty.
+func (ps Providers) choose(p model.Provider, ref string, m model.PayMethod) (App, error) {
+	gw, err := ps.get(p)
+	if err != nil {
+		return App{}, err
+	}
+	if set, ok := gw.(*AppSet); ok {
+		return set.Choose(ref, m)
+	}
+	if ref != "" {
+		return App{}, fmt.Errorf("%w: %s has no app %q", model.ErrInvalidRequest, p.Name(), model.Clip(ref))
+	}
+	if !gw.Accepts(m) {
+		return App{}, fmt.Errorf("%w: %s takes no method %q", model.ErrInvalidRequest, p.Name(), model.Clip(string(m)))
+	}
+	return App{Provider: p, Adapter: gw}, nil
+}
+
+// BillAccounts are the ledger accounts Bills' bill covers: its account,
+// and ” (rows written before the ledger knew accounts, which are the
+// first account's). None for a bare adapter: every row.
+func (ps Providers) BillAccounts(p model.Provider) []string {
+	if set, ok := ps[p].(*AppSet); ok {
+		return []string{"", set.apps[0].Account}
+	}
+	return nil
+}
+
+// Bills is the adapter provider p's bills are fetched through: its first
+// account's first app's (a bill covers an account, not an app), with the
+// optional interfaces (BillKeeper) that adapter has.
+func (ps Providers) Bills(p model.Provider) Provider {
+	gw := ps[p]
+	if set, ok := gw.(*AppSet); ok {
+		return set.Provider
+	}
+	return gw
+}
