@@ -278,6 +278,10 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 // an exchange as described is not.
 func TestOpenAPICheckReportsDrift(t *testing.T) {
 	const totals = `{"accounts":[],"debit":"0.00","credit":"0.00","balanced":true}`
+	// A delivered delivery: next_attempt_at is null (type [string, "null"]
+	// in the OpenAPI 3.1 document).
+	const deliveries = `{"deliveries":[{"id":1,"endpoint_id":1,"event_id":"e","event_type":"order.paid","state":"DELIVERED",` +
+		`"attempts":1,"last_status":204,"last_error":"","next_attempt_at":null,"created_at":"2026-12-02T09:00:00Z","attempt_log":[]}]}`
 	answer := func(status int, body string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("X-Request-Id", "req-1")
@@ -300,6 +304,11 @@ func TestOpenAPICheckReportsDrift(t *testing.T) {
 		{name: "UndescribedField", req: adminGet("/admin/journal/totals"), answer: answer(200, strings.Replace(totals, `{`, `{"extra":1,`, 1)), drift: true},
 		{name: "UndescribedErrorCode", req: adminGet("/admin/journal/totals"), answer: answer(401, `{"error":{"code":"forbidden","message":"no"}}`), drift: true},
 		{name: "ErrorCodeOfAnotherStatus", req: adminGet("/admin/journal/totals"), answer: answer(401, `{"error":{"code":"internal","message":"no"}}`), drift: true},
+		{name: "NullAsDescribed", req: adminGet("/admin/webhook-endpoints/1/deliveries"), answer: answer(200, deliveries)},
+		{name: "NullableAsNumber", req: adminGet("/admin/webhook-endpoints/1/deliveries"),
+			answer: answer(200, strings.Replace(deliveries, `"next_attempt_at":null`, `"next_attempt_at":0`, 1)), drift: true},
+		{name: "NotNullableAsNull", req: adminGet("/admin/webhook-endpoints/1/deliveries"),
+			answer: answer(200, strings.Replace(deliveries, `"created_at":"2026-12-02T09:00:00Z"`, `"created_at":null`, 1)), drift: true},
 		{name: "RefusedRequestAccepted", req: httptest.NewRequest(http.MethodGet, "/admin/journal/totals", nil), answer: answer(200, totals), drift: true},
 		{name: "RefusedRequestRefused", req: httptest.NewRequest(http.MethodGet, "/admin/journal/totals", nil),
 			answer: answer(401, `{"error":{"code":"unauthorized","message":"admin token required"}}`)},
