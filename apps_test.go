@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,8 +18,10 @@ import (
 
 	"paynotify/alipay"
 	"paynotify/dao"
+	"paynotify/fakewechatpay"
 	"paynotify/handler"
 	"paynotify/model"
+	"paynotify/wechatpay"
 )
 
 // serve with PROVIDERS_FILE of two Alipay sellers, two apps under the
@@ -160,5 +163,108 @@ func TestServeAlipayApps(t *testing.T) {
 		if code, v := pay(body); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(v), strings.ReplaceAll(want, `\"`, `"`)) {
 			t.Errorf("%s: %d %v, want 400 saying %s", body, code, v, want)
 		}
+	}
+}
+
+// serve with PROVIDERS_FILE of a WeChat Pay merchant with two appids: a
+// JSAPI payment in the mini program sends the mini program's appid to the
+// prepay (and signs it into the client's parameters); an app whose methods
+// leave the method out is a 400; switching the order to the official
+// account closes the mini program's trade first.
+func TestServeWeChatPayApps(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	merchantKey, merchantPub := newKeyPair(t)
+	wechatKey, wechatPub := newKeyPair(t)
+	const mchID, official, mini, serial, keyID = "1900000052", "wx0000000000000052", "wx0000000000000053", "5157F09EFDC096DE15EBE81A47057A7232F1B8E2", "PUB_KEY_ID_0119000000000052"
+	const apiV3Key = "0123456789abcdef0123456789abcdef"
+	wx, err := fakewechatpay.New(fakewechatpay.Config{MchID: mchID, AppID: official, AppIDs: []string{mini}, APIv3Key: apiV3Key, PrivateKey: wechatKey,
+		PublicKeyID: keyID, Sign: fakewechatpay.SignPublicKey, MerchantPublicKey: merchantPub, MerchantSerial: serial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(wx.Handler())
+	t.Cleanup(gw.Close)
+	t.Cleanup(wx.Close)
+	file := fmt.Sprintf(`wechatpay:
+  - mchid: %q
+    apiv3_key_files: [%s]
+    merchant_key_file: %s
+    merchant_serial: %s
+    public_key_file: %s
+    public_key_id: %s
+    gateway: %s
+    apps:
+      - { appid: %s, name: official }
+      - { appid: %s, name: miniprogram, methods: [jsapi] }
+`, mchID, write("apiv3", apiV3Key), write("apiclient_key.pem", merchantKey), serial, write("pub_key.pem", wechatPub), keyID, gw.URL, official, mini)
+	secret := "wx-apps-test-jwt-secret-0123456789abcdef"
+	db := filepath.Join(dir, "wx.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "PROVIDERS_FILE=" + write("providers.yaml", file),
+		"API_JWT_SECRET=" + secret, "PUBLIC_URL=https://pay.example", "RECON_AT=off", "ORDER_PAY_TIMEOUT=24h"}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	base, _ := start(t, []string{"serve"}, environ)
+	o, err := store.CreateOrder(ctx, "WXAPPS-1", 1, decimal.RequireFromString("9.00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := handler.MemberToken([]byte(secret), 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	pay := func(body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/orders/WXAPPS-1/pay", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		keys++
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("wx-apps-pay-%d", keys))
+		rsp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rsp.Body.Close()
+		var v map[string]any
+		_ = json.NewDecoder(rsp.Body).Decode(&v)
+		return rsp.StatusCode, v
+	}
+	code, v := pay(`{"provider":"wechatpay","method":"jsapi","app":"miniprogram","openid":"oMINI"}`)
+	params, _ := v["params"].(map[string]any)
+	if code != http.StatusOK || v["app"] != mini || v["account"] != mchID || params["appId"] != mini {
+		t.Fatalf("jsapi in the mini program: %d %v", code, v)
+	}
+	if tr, ok := wx.Trade("WXAPPS-1"); !ok || tr.AppID != mini {
+		t.Fatalf("the prepay named appid %q (%v), want %s", tr.AppID, ok, mini)
+	}
+	if code, v := pay(`{"provider":"wechatpay","method":"native","app":"miniprogram"}`); code != http.StatusBadRequest ||
+		!strings.Contains(fmt.Sprint(v), `takes no method "native"`) {
+		t.Fatalf("native in the mini program: %d %v, want 400", code, v)
+	}
+	code, v = pay(`{"provider":"wechatpay","method":"jsapi","app":"official","openid":"oOFFICIAL"}`)
+	params, _ = v["params"].(map[string]any)
+	if code != http.StatusOK || v["app"] != official || v["attempt_no"] != float64(2) || params["appId"] != official {
+		t.Fatalf("jsapi in the official account: %d %v", code, v)
+	}
+	if tr, _ := wx.Trade("WXAPPS-1"); tr.State != wechatpay.TradeClosed {
+		t.Fatalf("the mini program's trade is %s, want closed before the switch", tr.State)
+	}
+	a, err := store.LatestAttempt(ctx, o.ID)
+	if err != nil || a.App != official || a.Account != mchID {
+		t.Fatalf("latest attempt %+v %v", a, err)
 	}
 }

@@ -344,3 +344,35 @@ func TestStartInApp(t *testing.T) {
 		}
 	})
 }
+
+// A bill covers one seller: a run over the first seller's bill compares
+// only that seller's payments (and the rows written before the ledger knew
+// sellers) with it. The second seller's payment, absent from this bill, is
+// not reported missing; the first seller's is.
+func TestReconcileComparesTheBillsAccountOnly(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		observe := func(sn, tradeNo, account, app string) {
+			t.Helper()
+			r.order(t, sn, "8.00")
+			at := r.clock.Now().UTC()
+			if _, _, err := r.payments.Observe(ctx, model.Observation{Provider: model.ProviderAlipay, Account: account, App: app,
+				Ref: "n-" + tradeNo, OutTradeNo: sn, TradeNo: tradeNo, Amount: dec("8.00"), PaidAt: &at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		observe("RA-FIRST", "2026113022001400000000000301", rigSellerID, rigAppID)
+		observe("RA-LEGACY", "2026113022001400000000000302", "", "")
+		observe("RA-SECOND", "2026113022001400000000000303", sellerTwo, appGroup)
+		r.recon.Accounts = []string{"", rigSellerID}
+		run := r.run(t, r.recon, reconDay)
+		if run.Counts[model.ReconMissingAtProvider] != 2 {
+			t.Fatalf("run %+v, want the first seller's two payments missing", run)
+		}
+		for _, it := range r.items(t, reconDay, model.ReconMissingAtProvider) {
+			if it.TradeNo == "2026113022001400000000000303" {
+				t.Fatalf("the second seller's payment was compared with the first's bill: %+v", it)
+			}
+		}
+	})
+}
