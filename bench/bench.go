@@ -467,18 +467,22 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 }
 
 // compared names a service workload run on the -compare processes.
-func (b *bench) compared(kind string) string {
-	return kind + " [" + b.compareLabel() + "]"
-}
+func (b *bench) compared(kind string) string { return b.opt.compared(kind) }
 
 // compareLabel says how the -compare processes differ.
-func (b *bench) compareLabel() string {
+func (b *bench) compareLabel() string { return b.opt.compareLabel() }
+
+// compared names a service workload run on the -compare processes.
+func (o options) compared(kind string) string { return kind + " [" + o.compareLabel() + "]" }
+
+// compareLabel says how the -compare processes differ.
+func (o options) compareLabel() string {
 	parts := []string{}
-	if b.opt.comparePGO {
+	if o.comparePGO {
 		parts = append(parts, "-pgo=off")
 	}
-	if len(b.opt.compare) > 0 {
-		parts = append(parts, b.opt.compare.String())
+	if len(o.compare) > 0 {
+		parts = append(parts, o.compare.String())
 	}
 	return strings.Join(parts, " ")
 }

@@ -291,6 +291,16 @@ func (r *report) writeHeadline(w io.Writer) {
 			fmt.Fprintf(w, "| WeChat Pay duplicates | %s | Alipay's %s | %s | %s |\n", rps(wd), rps(d), q, v)
 		}
 	}
+	if r.opt.comparePGO || len(r.opt.compare) > 0 {
+		for _, k := range []struct{ name, kind string }{{"first notices", kindFirst}, {"duplicates", kindDuplicate}} {
+			this, ok1 := r.find(c, k.kind)
+			other, ok2 := r.find(c, r.opt.compared(k.kind))
+			if ok1 && ok2 {
+				fmt.Fprintf(w, "| %s | %s | with %s: %s | %.2f× | — |\n", k.name, rps(this), r.opt.compareLabel(), rps(other),
+					this.res.throughput()/other.res.throughput())
+			}
+		}
+	}
 	fmt.Fprintf(w, "| peak RSS | %.1f MiB | — | — | < %d MiB %s |\n", float64(r.peakRSS)/(1<<20), targetPeakRSS>>20, verdict(r.peakRSS < targetPeakRSS))
 	other := 0.0
 	for _, x := range r.cells {
