@@ -44,7 +44,11 @@ func loadConfig(environ []string) (config.Config, providerConfig, error) {
 		pc.alipay, aerr = alipay.FromConfigApps(cfg, devKeys())
 	}
 	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfig(cfg, devKeys())
-	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr)
+	var herr error
+	if key, _ := cfg.Webhook.Key(); key == devWebhookKey {
+		herr = errors.New("WEBHOOK_SECRET_KEY is paynotify dev's public key: make one with openssl rand -base64 32")
+	}
+	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr, herr)
 }
 
 // serve runs the service as an operator deploys it.
