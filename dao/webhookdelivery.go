@@ -81,7 +81,32 @@ func (s *Store) RecordAttempts(ctx context.Context, outs []AttemptOutcome, now t
 		if err := tx.db.WithContext(ctx).CreateInBatches(&recs, 200).Error; err != nil {
 			return mapErr(err)
 		}
+		// Deliveries answered 2xx move alike: one statement for each
+		// status, compare-and-set on (id, lease) as the single ones.
+		delivered := map[int][]AttemptOutcome{}
 		for _, o := range outs {
+			if o.State == model.DeliveryDelivered && o.Attempt.Error == "" {
+				delivered[o.Attempt.Status] = append(delivered[o.Attempt.Status], o)
+			}
+		}
+		for status, group := range delivered {
+			ids := make([]int64, len(group))
+			pairs := make([][]any, len(group))
+			for i, o := range group {
+				ids[i], pairs[i] = o.Attempt.DeliveryID, []any{o.Attempt.DeliveryID, o.Lease}
+			}
+			if err := tx.db.WithContext(ctx).Model(&webhookDeliveryRecord{}).Where("id IN ?", ids).Where("(id, lease) IN ?", pairs).
+				Updates(map[string]any{
+					"state": model.DeliveryDelivered, "attempts": gorm.Expr("attempts + 1"), "tries": gorm.Expr("tries + 1"),
+					"next_attempt_at": now.UTC(), "lease": "", "last_status": status, "last_error": "", "update_time": now.UTC(),
+				}).Error; err != nil {
+				return mapErr(err)
+			}
+		}
+		for _, o := range outs {
+			if o.State == model.DeliveryDelivered && o.Attempt.Error == "" {
+				continue // above
+			}
 			if err := tx.db.WithContext(ctx).Model(&webhookDeliveryRecord{}).Where("id = ? AND lease = ?", o.Attempt.DeliveryID, o.Lease).
 				Updates(map[string]any{
 					"state": o.State, "attempts": gorm.Expr("attempts + 1"), "tries": gorm.Expr("tries + 1"),

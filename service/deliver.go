@@ -64,6 +64,9 @@ type Deliverer struct {
 	mu       sync.Mutex
 	inflight map[int64]int
 	done     []finished
+	// healthy is each endpoint's failing_since as last read (true: none),
+	// so an attempt that changes nothing writes nothing.
+	healthy map[int64]bool
 }
 
 // finished is an attempt waiting to be recorded.
@@ -79,7 +82,7 @@ type finished struct {
 func NewDeliverer(store *dao.Store, keys *webhook.Keyring, sender Sender, log *slog.Logger) *Deliverer {
 	return &Deliverer{store: store, keys: keys, sender: sender, log: log, Schedule: DefaultRetrySchedule, Concurrency: 4,
 		Lease: time.Minute, DisableAfter: 5 * 24 * time.Hour, Interval: 250 * time.Millisecond, now: time.Now,
-		wake: make(chan struct{}, 1), inflight: map[int64]int{}}
+		wake: make(chan struct{}, 1), inflight: map[int64]int{}, healthy: map[int64]bool{}}
 }
 
 // Job is the deliverer as a background job: a round that did something is
@@ -107,6 +110,12 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 	}
 	started := 0
 	var errs []error
+	d.mu.Lock()
+	clear(d.healthy)
+	for _, e := range endpoints {
+		d.healthy[e.ID] = e.FailingSince == nil
+	}
+	d.mu.Unlock()
 	for _, e := range endpoints {
 		now := d.now()
 		if e.FailingSince != nil && d.DisableAfter > 0 && now.Sub(*e.FailingSince) >= d.DisableAfter {
@@ -238,7 +247,20 @@ func (d *Deliverer) record(ctx context.Context) (int, error) {
 	}
 	var errs []error
 	for id, f := range latest {
-		errs = append(errs, d.store.MarkEndpointHealth(ctx, id, f.result == model.AttemptDelivered, f.out.Attempt.At))
+		ok := f.result == model.AttemptDelivered
+		d.mu.Lock()
+		known, seen := d.healthy[id]
+		d.mu.Unlock()
+		if seen && known == ok {
+			continue // failing_since already says so
+		}
+		err := d.store.MarkEndpointHealth(ctx, id, ok, f.out.Attempt.At)
+		if err == nil {
+			d.mu.Lock()
+			d.healthy[id] = ok
+			d.mu.Unlock()
+		}
+		errs = append(errs, err)
 	}
 	for _, id := range gone {
 		errs = append(errs, d.disable(ctx, id, "answered 410 Gone"))
