@@ -134,7 +134,11 @@ func migrate(ctx context.Context, env environment) error {
 // auditGrants is what serve's database user needs, and all it should hold.
 const auditGrants = "GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.* TO <serve's user> (docs/production.md)"
 
-// warnAuditGrants says so when the store's user could TRUNCATE admin_audit
+// auditEraseWarning is what serve and migrate log for a database user
+// holding DROP: admin_audit's guard does not hold against it.
+const auditEraseWarning = "this database user holds DROP, so it can erase the audit trail (SET FOREIGN_KEY_CHECKS=0; TRUNCATE TABLE admin_audit empties admin_audit whatever its guard): if serve runs as this user, give it only " + auditGrants
+
+// warnAuditGrants says so when the store's user can empty admin_audit
 // (it holds DROP): migrate's user needs DROP, serve's must not have it.
 func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 	can, err := store.CanTruncateAudit(ctx)
@@ -142,7 +146,7 @@ func warnAuditGrants(ctx context.Context, log *slog.Logger, store *dao.Store) {
 	case err != nil:
 		log.Warn("could not read this database user's grants; serve's user needs only "+auditGrants, "err", err)
 	case can:
-		log.Warn("this database user holds DROP and could TRUNCATE admin_audit: if serve runs as this user, give it only " + auditGrants)
+		log.Warn(auditEraseWarning)
 	}
 }
 

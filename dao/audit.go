@@ -130,8 +130,9 @@ func isDuplicate(err error) bool {
 // CanTruncateAudit reports whether this store's database user holds DROP
 // on admin_audit (globally, on the schema or on the table), which is what
 // TRUNCATE TABLE needs. The service needs only SELECT, INSERT, UPDATE and
-// DELETE; a user that holds DROP is stopped from truncating the audit log
-// only by admin_audit_guard's foreign key, which it could also drop.
+// DELETE. admin_audit_guard's foreign key stops only a user without
+// DROP: one that holds it empties the audit log with SET
+// FOREIGN_KEY_CHECKS=0 and TRUNCATE TABLE admin_audit.
 // SQLite has no users and no TRUNCATE: false.
 func (s *Store) CanTruncateAudit(ctx context.Context) (bool, error) {
 	if s.driver != DriverMySQL {

@@ -74,3 +74,40 @@ func TestCanTruncateAudit(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditGuardNeedsNoDrop pins the limit docs/production.md states: the
+// guard's foreign key holds against serve's grants only. A user holding
+// DROP (root here) empties admin_audit by switching foreign keys off for
+// its session — which is why serve warns that such a user can erase the
+// audit trail (CanTruncateAudit).
+func TestAuditGuardNeedsNoDrop(t *testing.T) {
+	store := daotest.Open(t, dao.DriverMySQL)
+	ctx := t.Context()
+	if err := store.UpdateSession(ctx, func(ctx context.Context, tx *dao.SessionTx) error {
+		return tx.InsertAudit(ctx, model.Audit{Key: "k-0123456789abcdef", Operator: "alice", Action: model.AuditRefundRetry,
+			TargetKind: model.TargetRefund, TargetID: "AS-7-x", Note: "kept?"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := store.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "TRUNCATE TABLE admin_audit"); err == nil {
+		t.Fatal("TRUNCATE with foreign keys on succeeded: the guard is gone")
+	}
+	if _, err := conn.ExecContext(ctx, "SET FOREIGN_KEY_CHECKS=0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "TRUNCATE TABLE admin_audit"); err != nil {
+		t.Fatalf("TRUNCATE with foreign keys off, as a user holding DROP: %v (if the guard now holds, say so in docs/production.md and serve's warning)", err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM admin_audit").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("admin_audit after TRUNCATE: %d rows, %v", n, err)
+	}
+	if can, err := store.CanTruncateAudit(ctx); err != nil || !can {
+		t.Fatalf("CanTruncateAudit for root = %v, %v: serve would not warn", can, err)
+	}
+}
