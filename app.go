@@ -316,6 +316,7 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		Metrics:         m,
 		NotifyTimeout:   cfg.NotifyTimeout,
 		APITimeout:      cfg.APITimeout,
+		TrustedProxies:  cfg.TrustedProxies,
 	})
 	if len(a.mounts) > 0 {
 		mux := http.NewServeMux()

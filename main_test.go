@@ -214,6 +214,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{name: "MalformedAndMissing", environ: []string{"NOTIFY_TIMEOUT=4", "DB_MAX_OPEN_CONNS=many"},
 			want: []string{"NOTIFY_TIMEOUT", "DB_MAX_OPEN_CONNS", "ALIPAY_APP_ID", "ALIPAY_SELLER_ID", "ALIPAY_APP_PRIVATE_KEY", "ALIPAY_PUBLIC_KEY"}},
 		{name: "BadStreamReplicas", environ: []string{"NATS_STREAM_REPLICAS=7"}, want: []string{"NATS_STREAM_REPLICAS"}},
+		{name: "BadTrustedProxies", environ: []string{"TRUSTED_PROXIES=10.0.0.0/8,proxy.internal"}, want: []string{`TRUSTED_PROXIES="10.0.0.0/8,proxy.internal": "proxy.internal" is not an IP address or CIDR`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

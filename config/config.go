@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"reflect"
 	"strconv"
@@ -71,6 +72,11 @@ type Config struct {
 	// PublicURL is where Alipay reaches this service: notify_url is
 	// PublicURL + "/alipay/notify". Unset, the pay endpoint is off.
 	PublicURL string `env:"PUBLIC_URL"`
+	// TrustedProxies is TRUSTED_PROXIES: the reverse proxies (IPs or
+	// CIDRs, comma-separated) whose X-Forwarded-For / X-Real-IP name the
+	// client. Unset, none is trusted and the client is the connection's
+	// address (a proxy's, behind one).
+	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
 	// PayReturnURL is where Alipay's cashier sends the buyer back.
 	PayReturnURL string `env:"PAY_RETURN_URL"`
 	// AlipaySandboxGateway points the sandbox client elsewhere (a fake
@@ -226,6 +232,11 @@ func (c *Config) check(vars map[string]string, unreadable map[string]bool) []str
 			c.Accounts = &a
 		}
 	}
+	if proxies, bad := trustedProxies(c.TrustedProxies); bad != "" {
+		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES=%q: %q is not an IP address or CIDR (want such as 10.0.0.0/8,192.0.2.7)", vars["TRUSTED_PROXIES"], bad))
+	} else {
+		c.TrustedProxies = proxies
+	}
 	check("PUBLIC_URL", c.PublicURL == "" || strings.HasPrefix(c.PublicURL, "https://") || strings.HasPrefix(c.PublicURL, "http://"),
 		"an http(s) URL", false)
 	return problems
@@ -325,6 +336,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("wechatpay", c.WeChatPay.On()),
 		slog.String("wechatpay_mchid", c.WeChatPay.MchID),
 		slog.String("public_url", c.PublicURL),
+		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.Bool("alipay", c.AlipayOn()),
 	)
 }
@@ -356,4 +368,26 @@ func (c Config) ReconTime() (time.Duration, bool, error) {
 		return 0, false, fmt.Errorf("RECON_AT=%q: want HH:MM or off", c.ReconAt)
 	}
 	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, true, nil
+}
+
+// trustedProxies checks TRUSTED_PROXIES as gin's SetTrustedProxies will
+// read it (an address, or a CIDR when it holds a "/"), with the spaces
+// around each entry dropped and empty entries skipped; bad is the first
+// entry that is neither.
+func trustedProxies(list []string) (proxies []string, bad string) {
+	for _, p := range list {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if strings.Contains(p, "/") {
+			if _, _, err := net.ParseCIDR(p); err != nil {
+				return nil, p
+			}
+		} else if net.ParseIP(p) == nil {
+			return nil, p
+		}
+		proxies = append(proxies, p)
+	}
+	return proxies, ""
 }

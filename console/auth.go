@@ -201,7 +201,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, r, http.StatusForbidden, name, "The sign-in form expired. Try again.")
 		return
 	}
-	limits := signInLimits(clientAddr(r), name, c.trustedDevice(r, name))
+	limits := signInLimits(clientAddr(r), name, c.device(r, name))
 	if wait := c.limiter.take(limits); wait > 0 {
 		w.Header().Set("Retry-After", seconds(wait))
 		c.d.Log.Warn("console sign-in refused: too many tries", "operator_tag", nameTag(name), "addr", clientAddr(r))
@@ -293,8 +293,13 @@ func safeNext(next string) string {
 	return next
 }
 
-// clientAddr is the connection's address (a proxy's, behind one).
+// clientAddr is the client's address as the HTTP surface worked it out
+// (gin's ClientIP under TRUSTED_PROXIES, in the request's context); a
+// console served on its own has only the connection's.
 func clientAddr(r *http.Request) string {
+	if addr, ok := model.ClientAddr(r.Context()); ok {
+		return addr
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -386,3 +386,50 @@ func TestAdminTokenSignsInAdmin(t *testing.T) {
 		}
 	})
 }
+
+// TestSignInDeviceBeatsSharedAddress: five wrong tries at alice from her
+// own address (a colleague's desk, or everyone behind one reverse proxy)
+// lock out every browser there without her device cookie — the stranger's,
+// and bob's browser, whose cookie is bob's — but not hers: her browser's
+// tries count against its cookie alone, which still stops a thief of the
+// cookie after five guesses.
+func TestSignInDeviceBeatsSharedAddress(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		alice, bob := e.client(t), e.client(t)
+		for name, c := range map[string]*client{"alice": alice, "bob": bob} {
+			if r := c.login(t, name, passwords[name]); r.status != http.StatusSeeOther {
+				t.Fatalf("%s signs in: %d", name, r.status)
+			}
+			if r := c.post(t, "/console/logout", url.Values{"csrf": {c.csrf(t)}}); r.status != http.StatusSeeOther {
+				t.Fatalf("%s signs out: %d", name, r.status)
+			}
+		}
+		stranger := e.client(t)
+		for i := range 5 {
+			if r := stranger.login(t, "alice", "guess"); r.status != http.StatusUnauthorized {
+				t.Fatalf("stranger's failure %d: %d", i+1, r.status)
+			}
+		}
+		if r := stranger.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+			t.Fatalf("stranger with alice's password after 5 failures: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
+		}
+		if r := bob.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests {
+			t.Fatalf("alice's name from bob's browser: %d, want 429 (bob's cookie is not alice's)", r.status)
+		}
+		if r := alice.login(t, "alice", passwords["alice"]); r.status != http.StatusSeeOther {
+			t.Fatalf("alice from her own browser on the same address: %d, want 303\n%s", r.status, r.body)
+		}
+		alice.post(t, "/console/logout", url.Values{"csrf": {alice.csrf(t)}})
+		// Her cookie's own limit: five wrong passwords through it, then it
+		// waits too.
+		for i := range 5 {
+			if r := alice.login(t, "alice", "guess"); r.status != http.StatusUnauthorized {
+				t.Fatalf("failure %d through alice's cookie: %d", i+1, r.status)
+			}
+		}
+		if r := alice.login(t, "alice", passwords["alice"]); r.status != http.StatusTooManyRequests {
+			t.Fatalf("alice's cookie after 5 failures of its own: %d, want 429", r.status)
+		}
+	})
+}

@@ -12,11 +12,12 @@ import (
 )
 
 // deviceCookie marks a browser in which an operator has signed in: it
-// exempts that browser's sign-ins as that operator from the limits a
-// stranger could spend (signInLimits). It holds the name, an expiry and a
-// MAC keyed by the operator's own password hash (or the admin token), so
-// only someone who signed in can have one, it outlives restarts and
-// instances, and a changed password voids it.
+// exempts that browser's sign-ins as that operator from every limit a
+// stranger could spend (signInLimits), the per-(address, name) one too.
+// It holds the name, an expiry and a MAC keyed by the operator's own
+// password hash (or the admin token), so only someone who signed in can
+// have one, it outlives restarts and instances, and a changed password
+// voids it.
 const (
 	deviceCookie = "paynotify_console_device"
 	deviceTTL    = 90 * 24 * time.Hour
@@ -51,24 +52,28 @@ func (c *Console) setDevice(w http.ResponseWriter, r *http.Request, name string)
 		Path: Prefix + "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(deviceTTL / time.Second)})
 }
 
-// trustedDevice reports whether the request carries a live device cookie
-// for name.
-func (c *Console) trustedDevice(r *http.Request, name string) bool {
+// device is the live device cookie for name the request carries (its
+// MAC, in hex), or "" when it carries none: a cookie issued to another
+// operator counts for nothing.
+func (c *Console) device(r *http.Request, name string) string {
 	ck, err := r.Cookie(deviceCookie)
 	if err != nil {
-		return false
+		return ""
 	}
 	parts := strings.Split(ck.Value, ":")
 	if len(parts) != 3 || parts[0] != name {
-		return false
+		return ""
 	}
 	expiry, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || c.d.Now().Unix() >= expiry {
-		return false
+		return ""
 	}
 	got, err := hex.DecodeString(parts[2])
 	want := c.deviceMAC(name, expiry)
-	return err == nil && want != nil && hmac.Equal(got, want)
+	if err != nil || want == nil || !hmac.Equal(got, want) {
+		return ""
+	}
+	return parts[2]
 }
 
 // nameTagKey is this process's key for nameTag.

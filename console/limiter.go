@@ -12,16 +12,18 @@ import (
 // once is limited as surely as tries one after another; a sign-in gives
 // its try back. Past a limit, the tries it covers wait until its window
 // ends:
-//   - perPair tries for one name from one address: what a guesser at one
-//     operator gets, and all a stranger can spend of an operator's own;
+//   - perPair tries for one name from one client address: what a guesser
+//     at one operator gets;
 //   - perAddress tries from one address, whatever the names;
 //   - global tries from everywhere, which bounds a guesser spread over
 //     many addresses (and the bcrypt work they cost).
 //
-// The per-address and global limits do not apply to a browser that has
-// signed in as the name before (it holds a device cookie only that
-// operator's password could have earned), so a stranger who spends them
-// cannot lock a returning operator out.
+// None of these applies to a browser that has signed in as the name
+// before (it holds a device cookie only that operator's password could
+// have earned): its tries count against that cookie alone (perPair of
+// them), which nobody without it can spend. So a stranger — on the same
+// address, or behind the same reverse proxy — cannot lock a returning
+// operator out, and a stolen cookie still buys only perPair guesses.
 const (
 	failureWindow = 15 * time.Minute
 	perPair       = 5
@@ -40,13 +42,14 @@ type limit struct {
 const globalKey = "global"
 
 // signInLimits are the counters a sign-in try for name from addr is
-// counted against; trusted drops the ones a stranger could spend.
-func signInLimits(addr, name string, trusted bool) []limit {
-	pair := limit{key: "pair:" + addr + "\x00" + name, max: perPair}
-	if trusted {
-		return []limit{pair}
+// counted against: device, when the browser holds a live device cookie
+// for name (Console.device), replaces every counter a stranger could
+// spend with the cookie's own. The first is the one a sign-in resets.
+func signInLimits(addr, name, device string) []limit {
+	if device != "" {
+		return []limit{{key: "device:" + name + "\x00" + device, max: perPair}}
 	}
-	return []limit{pair, {key: "addr:" + addr, max: perAddress}, {key: globalKey, max: global}}
+	return []limit{{key: "pair:" + addr + "\x00" + name, max: perPair}, {key: "addr:" + addr, max: perAddress}, {key: globalKey, max: global}}
 }
 
 // limiter counts sign-in tries per key in fixed windows.

@@ -37,7 +37,7 @@ func TestAccessLog(t *testing.T) {
 		return id, strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	}
 	wantKeys := []string{"time", "level", "msg", "request_id", "method", "path", "status", "duration_ms",
-		"notify_id", "trade_status", "outcome", "out_trade_no", "trade_no", "amount", "state", "reason"}
+		"client", "notify_id", "trade_status", "outcome", "out_trade_no", "trade_no", "amount", "state", "reason"}
 
 	for _, tc := range []struct{ name, requestID, outcome string }{
 		{name: "FirstNotice", outcome: "applied"},
@@ -59,7 +59,7 @@ func TestAccessLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := map[string]any{"level": "INFO", "msg": "http", "request_id": id, "method": "POST",
-				"path": notifyPath, "status": 200.0, "notify_id": "2026113000222140005012345678901234",
+				"path": notifyPath, "status": 200.0, "client": "192.0.2.1", "notify_id": "2026113000222140005012345678901234",
 				"trade_status": "TRADE_SUCCESS", "outcome": tc.outcome, "out_trade_no": "L-1", "trade_no": "T-L-1",
 				"amount": "100.00", "state": "APPLIED", "reason": ""}
 			for k, v := range want {

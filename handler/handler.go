@@ -67,6 +67,13 @@ type Deps struct {
 	// APITimeout bounds one /api/v1, /admin or /console request the same way: past
 	// it the client gets a 503, never a hang.
 	APITimeout time.Duration
+	// TrustedProxies are the proxies (IPs or CIDRs, as config.Load
+	// checked TRUSTED_PROXIES) whose forwarding headers name the client;
+	// empty, none is trusted and the client is the connection's address.
+	// One rule for every surface: gin's ClientIP, handed to the console in
+	// the request's context (model.WithClientAddr) and written on the
+	// access log.
+	TrustedProxies []string
 }
 
 // New returns the service's routes.
@@ -89,6 +96,10 @@ func New(d Deps) http.Handler {
 	// A wrong method is 405 with Allow, and it and an unknown path are
 	// answered in their surface's own shape (surface.go).
 	r.HandleMethodNotAllowed = true
+	// gin trusts every proxy unless told: nil trusts none.
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		panic("handler: TrustedProxies: " + err.Error()) // config.Load checked them
+	}
 	r.Use(requestID(d.Log), countRequests(m), recovery())
 	r.NoRoute(noRoute)
 	r.NoMethod(noMethod)
@@ -110,8 +121,8 @@ func New(d Deps) http.Handler {
 	if d.Console != nil {
 		// The console's pages and actions wait on the database no longer
 		// than an API request does.
-		r.Any("/console", deadline(d.APITimeout), gin.WrapH(d.Console))
-		r.Any("/console/*path", deadline(d.APITimeout), gin.WrapH(d.Console))
+		r.Any("/console", deadline(d.APITimeout), withClientAddr, gin.WrapH(d.Console))
+		r.Any("/console/*path", deadline(d.APITimeout), withClientAddr, gin.WrapH(d.Console))
 	}
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"paynotify/model"
 )
 
 const (
@@ -38,6 +40,7 @@ func requestID(base *slog.Logger) gin.HandlerFunc {
 		l.attrs[2] = slog.String("path", c.Request.URL.Path)
 		l.attrs[3] = slog.Int("status", c.Writer.Status())
 		l.attrs[4] = slog.Int64("duration_ms", time.Since(start).Milliseconds())
+		l.attrs[5] = slog.String("client", c.ClientIP())
 		base.LogAttrs(c.Request.Context(), slog.LevelInfo, "http", l.attrs...)
 	}
 }
@@ -61,8 +64,8 @@ func validRequestID(id string) bool {
 
 // accessLogFixed is the number of attributes the middleware itself puts
 // first on the access-log line (request_id, method, path, status,
-// duration_ms).
-const accessLogFixed = 5
+// duration_ms, and client: gin's ClientIP under TRUSTED_PROXIES).
+const accessLogFixed = 6
 
 // accessLog is one request's log: the attributes of its one access-log
 // line, and a logger carrying its id for any other line. Every request
@@ -97,6 +100,14 @@ func logger(c *gin.Context) *slog.Logger {
 		l.log = l.base.With("request_id", l.id)
 	}
 	return l.log
+}
+
+// withClientAddr hands a mounted net/http handler (the console) the
+// client address gin worked out under TRUSTED_PROXIES, so it limits and
+// logs the same client the access log names.
+func withClientAddr(c *gin.Context) {
+	c.Request = c.Request.WithContext(model.WithClientAddr(c.Request.Context(), c.ClientIP()))
+	c.Next()
 }
 
 // recovery turns a panic into one log line and a 500 in the surface's
