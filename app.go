@@ -284,7 +284,7 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 	cdeps := console.Deps{
 		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL),
 		Refunds: s.refunds, BillReconcilers: s.byProvider, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
-		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
+		Webhooks: s.webhooks, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
 	if cdeps.Enabled() {
 		c, err := console.New(cdeps)

@@ -43,6 +43,9 @@ type Deps struct {
 	// (the configured ones); without any the resolve action is not
 	// offered, and an item of a provider not among them is refused.
 	BillReconcilers map[model.Provider]*service.BillReconciler
+	// Webhooks manages the webhook endpoints; without it the webhook
+	// pages are not served.
+	Webhooks *service.Webhooks
 	// Operators maps each operator's name to their bcrypt hash.
 	Operators map[string]string
 	// AdminToken, when no operator is configured, signs in one operator
@@ -107,6 +110,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+Prefix+"/logout", c.changing(c.logout))
 	m.HandleFunc("POST "+Prefix+"/zone", c.changing(c.setZone))
 	c.actionRoutes()
+	c.webhookRoutes()
 }
 
 // ServeHTTP serves a console request with the headers every page carries.

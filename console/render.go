@@ -288,14 +288,20 @@ func pathEscape(s string) string {
 
 // flashes are the messages a redirect after an action may show, by code.
 var flashes = map[string]string{
-	"retried":   "The refund is queued again: the worker asks its provider on its next round.",
-	"resolved":  "Resolved, with your note.",
-	"refunded":  "Refund recorded: the worker sends it to its provider on its next round.",
-	"requeued":  "The event is queued again: the relay publishes it on its next round.",
-	"ran":       "Reconciled now: the run below is how it ended.",
-	"running":   "Reconciliation started; a big day goes on in the background — reload to see how it ends.",
-	"already":   "Nothing done: this form was submitted before, and that submission did it.",
-	"signedout": "Signed out.",
+	"retried":          "The refund is queued again: the worker asks its provider on its next round.",
+	"resolved":         "Resolved, with your note.",
+	"refunded":         "Refund recorded: the worker sends it to its provider on its next round.",
+	"requeued":         "The event is queued again: the relay publishes it on its next round.",
+	"ran":              "Reconciled now: the run below is how it ended.",
+	"running":          "Reconciliation started; a big day goes on in the background — reload to see how it ends.",
+	"already":          "Nothing done: this form was submitted before, and that submission did it.",
+	"signedout":        "Signed out.",
+	"webhook-updated":  "Endpoint changed.",
+	"webhook-enabled":  "Endpoint enabled: it receives the events committed from now on.",
+	"webhook-disabled": "Endpoint disabled: its waiting deliveries failed, and nothing more is sent to it.",
+	"webhook-deleted":  "Endpoint deleted, with its deliveries and their attempts.",
+	"webhook-tested":   "A webhook.test delivery is queued: see it below in a moment.",
+	"webhook-resent":   "Delivery queued again: the same body under the same webhook-id.",
 }
 
 // render writes a page, or a 500 if its template fails (rendered to a
@@ -379,6 +385,10 @@ var errorTable = []struct {
 	{model.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, ""},
 	{model.ErrRetryable, http.StatusConflict, "Someone else was changing the same order. Try again."},
 	{model.ErrUnavailable, http.StatusServiceUnavailable, "The database is unavailable. Try again."},
+	{model.ErrEndpointNotFound, http.StatusNotFound, "No such webhook endpoint."},
+	{model.ErrDeliveryNotFound, http.StatusNotFound, "No such delivery of that endpoint."},
+	{model.ErrURLRefused, http.StatusBadRequest, ""},
+	{model.ErrWebhooksOff, http.StatusConflict, ""},
 }
 
 // randomToken is 32 random bytes, hex.

@@ -81,6 +81,9 @@ type timelineData struct {
 	Story []moment
 	// CanRefund: the order has money an operator may refund.
 	CanRefund bool
+	// Deliveries are the webhook deliveries of the order's events (nil
+	// when webhooks are off).
+	Deliveries []service.DeliveryView
 }
 
 // moment is one line of an order's story.
@@ -103,8 +106,15 @@ func (c *Console) timeline(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	var deliveries []service.DeliveryView
+	if c.d.Webhooks != nil && c.d.Webhooks.On() {
+		if deliveries, err = c.d.Webhooks.OrderDeliveries(r.Context(), t.Order.ID); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+	}
 	c.render(w, r, http.StatusOK, "order", timelineData{page: c.page(r, "Order "+t.Order.OrderSN), Timeline: t,
-		Story: story(t, c.page(r, "").loc), CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive()})
+		Story: story(t, c.page(r, "").loc), CanRefund: c.d.Refunds != nil && t.Refundable.IsPositive(), Deliveries: deliveries})
 }
 
 // story merges what each table recorded into one list, oldest first.

@@ -33,6 +33,17 @@ type Webhooks struct {
 	// private addresses allowed (dev, tests).
 	AllowPrivate bool
 	now          func() time.Time
+	// act, if set, is the console operator these use cases act for (By).
+	act *model.Act
+}
+
+// By is these use cases acting for an operator of the console: each
+// change is audited under a's operator, one-time key and note, as the
+// console's other actions are, instead of the admin API's.
+func (w *Webhooks) By(a model.Act) *Webhooks {
+	c := *w
+	c.act = &a
+	return &c
 }
 
 // NewWebhooks returns the webhook use cases; keys nil means webhooks are
@@ -174,6 +185,11 @@ func (w *Webhooks) Delete(ctx context.Context, id int64) error {
 	})
 }
 
+// Stats counts each endpoint's PENDING and FAILED deliveries.
+func (w *Webhooks) Stats(ctx context.Context) ([]model.DeliveryStat, error) {
+	return w.store.DeliveryStats(ctx)
+}
+
 // Endpoints lists every endpoint.
 func (w *Webhooks) Endpoints(ctx context.Context) ([]model.WebhookEndpoint, error) {
 	if w.keys == nil {
@@ -303,6 +319,9 @@ func (w *Webhooks) ResendMany(ctx context.Context, endpointID int64, state model
 	default:
 		return 0, fmt.Errorf("%w: state must be FAILED, DELIVERED or PENDING", model.ErrInvalidRequest)
 	}
+	if w.act != nil {
+		key = w.act.Key
+	}
 	if key == "" {
 		key = uuid.NewString()
 	}
@@ -357,8 +376,12 @@ func (w *Webhooks) Test(ctx context.Context, endpointID int64) (model.WebhookDel
 // audit is an admin-API webhook action on endpoint id, its key derived
 // from parts.
 func (w *Webhooks) audit(action model.AuditAction, id int64, before, after string, parts ...string) model.Audit {
-	return model.Audit{Key: apiKey(action, parts...), Operator: model.OperatorAdminAPI, Action: action,
+	a := model.Audit{Key: apiKey(action, parts...), Operator: model.OperatorAdminAPI, Action: action,
 		TargetKind: model.TargetWebhook, TargetID: strconv.FormatInt(id, 10), Before: before, After: after}
+	if w.act != nil {
+		a.Key, a.Operator, a.Note = w.act.Key, w.act.Operator, w.act.Note
+	}
+	return a
 }
 
 // summary is an endpoint as an audit row shows it.
