@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -19,6 +20,10 @@ type overviewData struct {
 	// started: they leave no row in the ledger.
 	Duplicates, Failures float64
 	Chart                chart
+	// Webhooks says whether webhooks are on; WebhooksFailed counts the
+	// deliveries that ran out of retries, Oldest the oldest of them.
+	Webhooks       bool
+	WebhooksFailed model.QueueCount
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
@@ -35,6 +40,23 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			d.Duplicates += n
 		case !notifyAnswered[outcome]:
 			d.Failures += n
+		}
+	}
+	if c.d.Webhooks != nil && c.d.Webhooks.On() {
+		stats, err := c.d.Webhooks.Stats(r.Context())
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		d.Webhooks = true
+		for _, s := range stats {
+			if s.State == model.DeliveryFailed {
+				d.WebhooksFailed.Count += s.Count
+				if d.WebhooksFailed.Oldest == nil || s.Oldest.Before(*d.WebhooksFailed.Oldest) {
+					oldest := s.Oldest
+					d.WebhooksFailed.Oldest = &oldest
+				}
+			}
 		}
 	}
 	c.render(w, r, http.StatusOK, "overview", d)

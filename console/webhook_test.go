@@ -201,6 +201,9 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 			t.Errorf("delete audited as %+v", a)
 		}
 		c.mustGet(t, path, http.StatusNotFound)
+		if ov := c.mustGet(t, "/console/", http.StatusOK); !strings.Contains(ov.body, "webhook deliveries failed") {
+			t.Errorf("overview without the webhook queue:\n%s", ov.body)
+		}
 	})
 }
 
