@@ -230,11 +230,13 @@ func (c *Console) orderRefund(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	amount, a := strings.TrimSpace(r.PostFormValue("amount")), act(r)
+	// The admin API's one amount rule, as it is typed: " 10" is refused
+	// there, so it is here.
+	amount, a := r.PostFormValue("amount"), act(r)
 	amt, perr := model.ParseAmount(amount)
 	switch {
 	case perr != nil:
-		c.refundForm(w, r, http.StatusUnprocessableEntity, t, amount, a.Note, "The amount must be positive, with at most two decimals.")
+		c.refundForm(w, r, http.StatusUnprocessableEntity, t, amount, a.Note, "The amount must be positive, as digits with at most two decimals and no spaces or leading zeros (such as 10 or 10.50).")
 		return
 	case a.Note == "":
 		c.refundForm(w, r, http.StatusUnprocessableEntity, t, amount, a.Note, "Say why in the note: it is the refund's reason.")

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -429,6 +430,38 @@ func TestRequeueEvent(t *testing.T) {
 		}
 		if r := c.post(t, "/console/outbox/999999/requeue", url.Values{"csrf": form["csrf"], "key": {strings.Repeat("a", 32)}}); r.status != http.StatusNotFound {
 			t.Fatalf("requeue a missing row: %d", r.status)
+		}
+	})
+}
+
+// TestRefundOrderAmountRule: the form takes the admin API's one amount
+// rule as typed — " 10" is not trimmed into 10.00, "0001.00" is not read
+// as 1.00 — reviewed or confirmed, and nothing is refunded; the browser is
+// given the same rule as the input's pattern.
+func TestRefundOrderAmountRule(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		mustOrder(t, store, "RA-1", 1, "100.00")
+		e.pay(t, "RA-1", "T-RA-1", "100.00")
+		c := e.signedIn(t, "alice")
+		path := "/console/orders/RA-1/refund"
+		form := c.mustGet(t, path, http.StatusOK)
+		mustContain(t, form.body, `pattern="`+html.EscapeString(model.AmountPattern)+`"`)
+		csrf := c.csrf(t)
+		for i, amount := range []string{" 10", "10 ", "0001.00", "\t10.00"} {
+			for _, confirm := range []string{"", "yes"} {
+				r := c.post(t, path, url.Values{"csrf": {csrf}, "key": {strings.Repeat(string(rune('a'+i)), 32)}, "amount": {amount},
+					"note": {"returned"}, "confirm": {confirm}})
+				if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "no spaces or leading zeros") {
+					t.Errorf("amount %q, confirm %q: %d, want 422 naming the rule\n%s", amount, confirm, r.status, r.body)
+				}
+			}
+		}
+		if refunds, _ := store.RefundsByOrder(t.Context(), mustGetOrder(t, store, "RA-1").ID); len(refunds) != 0 {
+			t.Fatalf("refunded: %+v", refunds)
+		}
+		if rows := actions(t, store, model.AuditOrderRefund); len(rows) != 0 {
+			t.Fatalf("audited: %+v", rows)
 		}
 	})
 }

@@ -55,6 +55,8 @@ func parsePages() (*pages, error) {
 // funcs are the helpers templates use; formatting that needs the
 // operator's zone is a method of page.
 var funcs = template.FuncMap{
+	// amountPattern is the API's amount rule for an input's pattern.
+	"amountPattern": func() string { return model.AmountPattern },
 	"money":        money,
 	"orderLink":    orderLink,
 	"payLink":      payLink,

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,20 @@ func TestBillEntryCheck(t *testing.T) {
 		edit(&e)
 		if err := e.Check(); !errors.Is(err, model.ErrBadBill) || !strings.Contains(err.Error(), "line 3") {
 			t.Errorf("%s: %v, want bad bill at line 3", name, err)
+		}
+	}
+}
+
+// TestAmountPattern: the console's pattern (anchored whole, as a browser
+// anchors it) accepts exactly what ParseAmount reads, zero aside.
+func TestAmountPattern(t *testing.T) {
+	re := regexp.MustCompile(`^(?:` + model.AmountPattern + `)$`)
+	for _, s := range []string{"10", "10.5", "10.50", "0.50", "0", "0.00", " 10", "10 ", "0001.00", "01", "1.005", "1e1", "-1", "+1", ".5", "5.",
+		"1,00", "１０", "1234567890123456", "12345678901234567", "10.5.0", ""} {
+		_, err := model.ParseAmount(s)
+		parses := err == nil || strings.Contains(err.Error(), "not positive") || strings.Contains(err.Error(), "is over")
+		if got := re.MatchString(s); got != parses {
+			t.Errorf("%q: pattern %v, ParseAmount %v", s, got, err)
 		}
 	}
 }

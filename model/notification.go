@@ -28,6 +28,12 @@ var Beijing = time.FixedZone("CST", 8*60*60)
 // alipayTime is the layout of gmt_payment, notify_time and friends.
 const alipayTime = "2006-01-02 15:04:05"
 
+// AmountPattern is isAmount's rule as a regular expression (anchored
+// whole, as an HTML input's pattern attribute is): the console's refund
+// form gives it to the browser, so what the browser lets through is what
+// ParseAmount reads (zero and amounts past MaxAmount aside).
+const AmountPattern = `(0|[1-9][0-9]{0,15})(\.[0-9]{1,2})?`
+
 // isAmount: 1 to 16 digits without a leading zero (but "0.50"), then at
 // most 2 decimals after a dot (fits DECIMAL(18,2)): the OpenAPI document's
 // '^(0|[1-9][0-9]*)(\.[0-9]{1,2})?$'. No sign, no exponent. ParseAmount
