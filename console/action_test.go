@@ -465,3 +465,36 @@ func TestRefundOrderAmountRule(t *testing.T) {
 		}
 	})
 }
+
+// TestResolveNoteLimit: one note limit, model.MaxNote characters, refused
+// at the edge with a message naming it (nothing changed), and a note at
+// the limit — Chinese, so three times as many bytes — kept whole on the
+// refund and in admin_audit alike.
+func TestResolveNoteLimit(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		e := newEnv(t, store)
+		f := failedRefund(t, e, "RN-1")
+		c := e.signedIn(t, "alice")
+		queue := c.mustGet(t, "/console/queues/refunds", http.StatusOK)
+		path := "/console/refunds/" + f.OutRequestNo + "/resolve"
+		long := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, queue.body)}, "note": {strings.Repeat("n", model.MaxNote+1)}}
+		if r := c.post(t, path, long); r.status != http.StatusBadRequest || !strings.Contains(r.body, fmt.Sprintf("at most %d", model.MaxNote)) {
+			t.Fatalf("a note of %d: %d, want 400 naming the limit\n%s", model.MaxNote+1, r.status, r.body)
+		}
+		if got := mustRefund(t, store, f.OutRequestNo); got.ResolvedTime != nil {
+			t.Fatalf("resolved by a refused note: %+v", got)
+		}
+		if rows := actions(t, store, model.AuditRefundResolve); len(rows) != 0 {
+			t.Fatalf("audited a refused note: %+v", rows)
+		}
+		whole := strings.Repeat("退", model.MaxNote)
+		ok := url.Values{"csrf": long["csrf"], "key": long["key"], "note": {whole}}
+		if r := c.post(t, path, ok); r.status != http.StatusSeeOther {
+			t.Fatalf("a note of %d characters (%d bytes): %d\n%s", model.MaxNote, len(whole), r.status, r.body)
+		}
+		rows := actions(t, store, model.AuditRefundResolve)
+		if got := mustRefund(t, store, f.OutRequestNo); got.Resolution != whole || len(rows) != 1 || rows[0].Note != whole {
+			t.Fatalf("the note is not kept whole in both places: resolution %d bytes, audit %+v", len(got.Resolution), len(rows))
+		}
+	})
+}

@@ -39,7 +39,7 @@ func (tx *OrderTx) ResolveRefund(ctx context.Context, outRequestNo, operator, no
 	}
 	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
 		Where("out_request_no = ? AND order_id = ? AND state = ? AND resolved_time IS NULL", outRequestNo, tx.order.ID, model.RefundFailed).
-		Updates(map[string]any{"resolved_by": operator, "resolved_time": now.UTC(), "resolution": model.Truncate(note, 500),
+		Updates(map[string]any{"resolved_by": operator, "resolved_time": now.UTC(), "resolution": model.TruncateChars(note, model.MaxNote),
 			"update_time": now.UTC()})
 	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundFailed, operator, note, now)
 }

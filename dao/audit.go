@@ -47,7 +47,12 @@ func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	rec := auditRecord{
 		ActionKey: a.Key, Operator: a.Operator, Action: string(a.Action), OrderID: a.OrderID,
 		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: model.Truncate(a.Before, 200), AfterState: model.Truncate(a.After, 200),
-		Note: model.Truncate(a.Note, 500), CreateTime: time.Now().UTC(),
+		Note: a.Note, CreateTime: time.Now().UTC(),
+	}
+	// Never cut: the note is the one the change keeps (model.MaxNote,
+	// checked where it entered).
+	if err := model.CheckNote(a.Note); err != nil {
+		return err
 	}
 	err := s.db.WithContext(ctx).Create(&rec).Error
 	if isDuplicate(err) {

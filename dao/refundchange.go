@@ -25,7 +25,7 @@ func (refundChangeRecord) TableName() string { return refundChangeTable }
 // it in the transaction of the change, and only when the change was made.
 func (s *Store) insertRefundChange(ctx context.Context, outRequestNo string, from, to model.RefundState, by, note string, at time.Time) error {
 	return mapErr(s.db.WithContext(ctx).Create(&refundChangeRecord{OutRequestNo: outRequestNo, FromState: string(from),
-		ToState: string(to), ChangedBy: by, Note: model.Truncate(note, 500), CreateTime: at.UTC()}).Error)
+		ToState: string(to), ChangedBy: by, Note: model.TruncateChars(note, model.MaxNote), CreateTime: at.UTC()}).Error)
 }
 
 // RefundChanges lists the state changes of the refunds named, oldest first

@@ -2,8 +2,10 @@ package handler_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,7 +113,17 @@ func TestReconciliationViews(t *testing.T) {
 				t.Fatalf("resolve %q: %d %s", bad.body, status, body)
 			}
 		}
-		status, _, body = c.post(t, path, "Bearer "+payAdminToken, "", `{"note":"forged: reported to Alipay","operator":"ops-ann"}`)
+		// One note limit (model.MaxNote characters), refused with a
+		// message naming it and nothing recorded; a note at the limit —
+		// Chinese, three bytes a character — kept whole on the item and in
+		// admin_audit alike.
+		tooLong := strings.Repeat("n", model.MaxNote+1)
+		if status, _, body := c.post(t, path, "Bearer "+payAdminToken, "", `{"note":"`+tooLong+`"}`); status != http.StatusBadRequest ||
+			!strings.Contains(string(body), fmt.Sprintf("at most %d", model.MaxNote)) {
+			t.Fatalf("a note of %d characters: %d %s", model.MaxNote+1, status, body)
+		}
+		note := "forged: reported to Alipay " + strings.Repeat("款", model.MaxNote-len("forged: reported to Alipay "))
+		status, _, body = c.post(t, path, "Bearer "+payAdminToken, "", `{"note":"`+note+`","operator":"ops-ann"}`)
 		if status != http.StatusOK {
 			t.Fatalf("resolve: %d %s", status, body)
 		}
@@ -122,13 +134,13 @@ func TestReconciliationViews(t *testing.T) {
 			Note       string `json:"note"`
 		}
 		if err := json.Unmarshal(body, &item); status != http.StatusOK || err != nil || !item.Resolved || item.ResolvedBy != "ops-ann" ||
-			item.Note != "forged: reported to Alipay" {
+			item.Note != note {
 			t.Fatalf("second resolve: %d %s", status, body)
 		}
 		// Resolved once, so recorded once: by the token's holder, as
 		// the operator it named.
 		if a := mustAudited(t, store, model.AuditReconResolve, model.TargetReconItem, id, 1)[0]; a.After != "resolved by ops-ann" ||
-			a.Note != "forged: reported to Alipay" {
+			a.Note != note {
 			t.Fatalf("resolution audited as %+v", a)
 		}
 		if status, _, body := c.post(t, "/admin/reconciliations/"+date+"/items/99999/resolve", "Bearer "+payAdminToken, "", `{"note":"x"}`); status != http.StatusNotFound {

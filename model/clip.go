@@ -27,3 +27,20 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// TruncateChars keeps at most n characters of s: for a column that holds
+// n characters (MySQL's VARCHAR(n) in utf8mb4), where n bytes would cut a
+// Chinese note the column holds whole.
+func TruncateChars(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

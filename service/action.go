@@ -28,15 +28,12 @@ func apiKey(action model.AuditAction, parts ...string) string {
 	return "api-" + hex.EncodeToString(sum[:20])
 }
 
-// maxNote is the longest note an operator may leave.
-const maxNote = 500
-
 func checkAct(act model.Act, noteRequired bool) error {
 	if act.Operator == "" || !model.ValidActKey(act.Key) {
 		return fmt.Errorf("%w: an action needs an operator and a one-time key", model.ErrInvalidRequest)
 	}
-	if len(act.Note) > maxNote {
-		return fmt.Errorf("%w: the note is longer than %d bytes", model.ErrInvalidRequest, maxNote)
+	if err := model.CheckNote(act.Note); err != nil {
+		return err
 	}
 	if noteRequired && strings.TrimSpace(act.Note) == "" {
 		return fmt.Errorf("%w: say why in the note", model.ErrInvalidRequest)

@@ -56,8 +56,11 @@ func (r *BillReconciler) ResolveItem(ctx context.Context, date string, id int64,
 	if _, err := ParseBillDate(date); err != nil {
 		return model.ReconItem{}, err
 	}
-	if note == "" || len(note) > 1000 {
-		return model.ReconItem{}, fmt.Errorf("%w: note must be 1 to 1000 bytes", model.ErrInvalidRequest)
+	if note == "" {
+		return model.ReconItem{}, fmt.Errorf("%w: a note is required (at most %d characters)", model.ErrInvalidRequest, model.MaxNote)
+	}
+	if err := model.CheckNote(note); err != nil {
+		return model.ReconItem{}, err
 	}
 	if operator == "" || len(operator) > 64 {
 		return model.ReconItem{}, fmt.Errorf("%w: operator must be 1 to 64 bytes", model.ErrInvalidRequest)
