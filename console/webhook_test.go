@@ -183,6 +183,19 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 			t.Errorf("resend failed since: %d %q", many.status, many.location)
 		}
 
+		// A delivery that cannot be made fails, and the counts show it.
+		if err := store.UpdateWebhooks(t.Context(), func(ctx context.Context, tx *dao.WebhookTx) error {
+			_, err := tx.FailPending(ctx, id, "test", time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.hooks.Test(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		if list := c.mustGet(t, "/console/webhooks", http.StatusOK); !strings.Contains(list.body, `<td class="num">1</td>`) {
+			t.Errorf("list without the waiting delivery's count:\n%s", list.body)
+		}
 		if r := post("enabled", url.Values{"enabled": {"false"}}); r.status != http.StatusSeeOther {
 			t.Errorf("disable: %d\n%s", r.status, r.body)
 		}

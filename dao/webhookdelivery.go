@@ -198,7 +198,7 @@ func (s *Store) DeliveryStats(ctx context.Context) ([]model.DeliveryStat, error)
 		EndpointID int64
 		State      string
 		N          int64
-		Oldest     time.Time
+		Oldest     string // MIN over a DATETIME is text on SQLite (parseDBTime)
 	}
 	err := s.db.WithContext(ctx).Table(webhookDeliveryTable).
 		Select("endpoint_id, state, COUNT(*) AS n, MIN(create_time) AS oldest").
@@ -209,7 +209,11 @@ func (s *Store) DeliveryStats(ctx context.Context) ([]model.DeliveryStat, error)
 	}
 	out := make([]model.DeliveryStat, len(rows))
 	for i, r := range rows {
-		out[i] = model.DeliveryStat{EndpointID: r.EndpointID, State: model.DeliveryState(r.State), Count: r.N, Oldest: r.Oldest.UTC()}
+		oldest, err := parseDBTime(r.Oldest)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = model.DeliveryStat{EndpointID: r.EndpointID, State: model.DeliveryState(r.State), Count: r.N, Oldest: oldest}
 	}
 	return out, nil
 }
