@@ -25,7 +25,7 @@ func TestReconciliationViews(t *testing.T) {
 		// Yesterday, Beijing: a payment Alipay settled that our ledger
 		// lacks and whose order does not exist, and one our ledger has that
 		// Alipay never settled.
-		at := time.Now().Add(-24 * time.Hour)
+		at := yesterdayNoon()
 		date := at.In(model.Beijing).Format("2006-01-02")
 		if _, err := store.SQL().Exec("INSERT INTO oms_order (order_sn, member_id, pay_amount) VALUES ('RV-FORGED', 1, '5.00')"); err != nil {
 			t.Fatal(err)
@@ -229,7 +229,7 @@ func TestReconciliationViewsByProvider(t *testing.T) {
 		auth := "Bearer " + payAdminToken
 		// Yesterday, Beijing: a WeChat Pay payment our ledger has that
 		// WeChat Pay's (empty) bill lacks.
-		at := time.Now().Add(-24 * time.Hour)
+		at := yesterdayNoon()
 		date := at.In(model.Beijing).Format("2006-01-02")
 		if _, err := store.SQL().Exec("INSERT INTO oms_order (order_sn, member_id, pay_amount) VALUES ('RV-WX', 1, '6.00')"); err != nil {
 			t.Fatal(err)
@@ -326,4 +326,12 @@ func TestReconciliationViewsByProvider(t *testing.T) {
 		}
 		mustAudited(t, store, model.AuditReconResolve, model.TargetReconItem, id, 1)
 	})
+}
+
+// yesterdayNoon is noon of yesterday in Beijing: a payment time well inside
+// yesterday's bill, whatever the hour the test runs (a time near Beijing's
+// midnight may belong to the next day's bill and is not reported missing).
+func yesterdayNoon() time.Time {
+	y := time.Now().In(model.Beijing).AddDate(0, 0, -1)
+	return time.Date(y.Year(), y.Month(), y.Day(), 12, 0, 0, 0, model.Beijing)
 }

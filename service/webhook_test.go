@@ -461,7 +461,8 @@ func TestWebhookFailures(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		r := newHookRig(t, store)
 		hang := make(chan struct{})
-		t.Cleanup(func() { close(hang) })
+		release := sync.OnceFunc(func() { close(hang) })
+		t.Cleanup(release)
 		hanging := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 			select {
 			case <-hang:
@@ -506,8 +507,7 @@ func TestWebhookFailures(t *testing.T) {
 		}
 		// Resend one FAILED delivery: the same webhook-id again.
 		before := hanging.count(ev.ID)
-		close(hang)
-		hang = make(chan struct{})
+		release() // from now on the hanging receiver answers at once
 		if _, err := r.hooks.Resend(context.Background(), eps["hanging"].ID, d.ID); !errors.Is(err, model.ErrDeliveryNotFound) {
 			t.Errorf("resending another endpoint's delivery: %v", err)
 		}
