@@ -127,7 +127,10 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	if a.cfg.APIJWTSecret == "" {
 		log.Warn("order API disabled: API_JWT_SECRET is not set")
 	}
-	s := newServices(ctx, log, a, m)
+	s, err := newServices(ctx, log, a, m)
+	if err != nil {
+		return err
+	}
 	defer s.close()
 	hk, err := newHooks(log, a.cfg, a.store, m)
 	if err != nil {
@@ -170,7 +173,7 @@ type services struct {
 }
 
 // newServices makes the use cases of a and hooks their metrics to m.
-func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metrics) *services {
+func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metrics) (*services, error) {
 	cfg, store := a.cfg, a.store
 	s := &services{byProvider: map[model.Provider]*service.BillReconciler{}}
 	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"), service.DuplicateCache(cfg.NotifyDuplicateCache))
@@ -180,13 +183,18 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 			"amount", p.Amount.StringFixed(2))
 	}
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
-	// Payment Providers: one adapter per provider configured, by name.
+	// Payment Providers: one adapter per provider configured, each added
+	// by one line.
 	providers := service.Providers{}
 	if len(a.alipay) > 0 {
-		providers[model.ProviderAlipay] = alipaySet(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)
+		if err := providers.Add(alipaySet(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)); err != nil {
+			return nil, err
+		}
 	}
 	if a.wechatpay != nil {
-		providers[model.ProviderWechatpay] = weChatPaySet(cfg, a.wechatpay)
+		if err := providers.Add(weChatPaySet(cfg, a.wechatpay)); err != nil {
+			return nil, err
+		}
 	}
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
@@ -223,7 +231,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 		interval = cfg.WeChatPayJobsInterval()
 	}
 	s.trades.Interval, s.refunds.Interval = interval, interval
-	return s
+	return s, nil
 }
 
 // jobs are the providers' jobs and, unless RECON_AT is off, the daily

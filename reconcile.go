@@ -60,7 +60,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
 		return refuseUsage(fs, env, fmt.Errorf("-date: %w", err))
 	}
-	if *only != "" && !slices.Contains(model.Providers, model.Provider(*only)) {
+	if *only != "" && !slices.Contains(model.Providers(), model.Provider(*only)) {
 		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
 	}
 	if *inDev {
@@ -80,14 +80,18 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		if err != nil {
 			return err
 		}
-		providers[model.ProviderAlipay] = alipaySet(apps, "", "")
+		if err := providers.Add(alipaySet(apps, "", "")); err != nil {
+			return err
+		}
 	}
 	if pc.weChatOn {
 		wc, err := wechatpay.New(pc.wechatpay)
 		if err != nil {
 			return err
 		}
-		providers[model.ProviderWechatpay] = weChatPaySet(cfg, wechatpay.NewProvider(wc, ""))
+		if err := providers.Add(weChatPaySet(cfg, wechatpay.NewProvider(wc, ""))); err != nil {
+			return err
+		}
 	}
 	names := providers.Names()
 	if *only != "" {
@@ -165,7 +169,7 @@ func reconcileInDev(ctx context.Context, env environment, provider, date string)
 	if token == "" {
 		token = devAdminToken
 	}
-	names := model.Providers
+	names := model.Providers()
 	if provider != "" {
 		names = []model.Provider{model.Provider(provider)}
 	}

@@ -25,6 +25,11 @@ func NewProvider(c *Client, notifyURL, returnURL string) *Provider {
 	return &Provider{Client: c, notifyURL: notifyURL, returnURL: returnURL}
 }
 
+// Spec is Alipay as the ledger knows it (service.Adapter).
+func (p *Provider) Spec() model.ProviderSpec {
+	return model.ProviderSpec{Name: model.ProviderAlipay, Title: "Alipay", PayType: model.PayTypeAlipay}
+}
+
 // Accepts reports whether m is one of Alipay's: page, wap or qr.
 func (p *Provider) Accepts(m model.PayMethod) bool {
 	return m == model.PayPage || m == model.PayWap || m == model.PayQR

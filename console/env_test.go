@@ -113,7 +113,7 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 		BillReconcilers: map[model.Provider]*service.BillReconciler{},
 		Operators:       operatorHashes(tb), Metrics: e.metrics, Now: e.clock.now,
 	}
-	for _, p := range model.Providers {
+	for _, p := range model.Providers() {
 		r := service.NewBillReconciler(store, nil, e.payments, log)
 		r.Provider = p
 		d.BillReconcilers[p] = r

@@ -158,7 +158,7 @@ func (c *Console) runDay(w http.ResponseWriter, r *http.Request) {
 // reconNames names the providers this console reconciles.
 func (c *Console) reconNames() string {
 	var names []string
-	for _, p := range model.Providers {
+	for _, p := range model.Providers() {
 		if c.d.BillReconcilers[p] != nil {
 			names = append(names, p.Name()+"'s")
 		}

@@ -28,7 +28,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	answered := []string{"unauthorized", internalRow.code, codeNotFound, codeMethodNotAllowed}
 	for _, r := range errorTable {
 		answered = append(answered, r.code)
-		for _, p := range model.Providers {
+		for _, p := range model.Providers() {
 			if code, _, ok := providerAnswer(r, &model.ProviderError{Provider: p, Err: r.err}); ok {
 				answered = append(answered, code)
 			}

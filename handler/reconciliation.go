@@ -42,7 +42,7 @@ func (h *Reconciliations) run(c *gin.Context) (*service.BillReconciler, string, 
 
 // List handles GET /admin/reconciliations?provider=P&limit=N: the latest
 // runs of provider P — of every configured provider without it — newest
-// date first (a date's runs in the order model.Providers lists them), each
+// date first (a date's runs in the order model.Providers() lists them), each
 // with its state, its counts per outcome and the bill's totals against the
 // ledger's.
 func (h *Reconciliations) List(c *gin.Context) {
@@ -51,7 +51,7 @@ func (h *Reconciliations) List(c *gin.Context) {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 366")
 		return
 	}
-	providers := model.Providers
+	providers := model.Providers()
 	if q, asked := c.GetQuery("provider"); asked {
 		p, err := model.ParseProvider(q)
 		if err != nil {

@@ -1,56 +1,10 @@
 package model
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
 )
-
-// Provider names who moved the money.
-type Provider string
-
-// Providers.
-const (
-	ProviderAlipay    Provider = "alipay"
-	ProviderWechatpay Provider = "wechatpay"
-)
-
-// Providers are every provider paynotify knows, in the order it lists them.
-var Providers = []Provider{ProviderAlipay, ProviderWechatpay}
-
-// ParseProvider reads a provider's name as routes and requests spell it.
-func ParseProvider(s string) (Provider, error) {
-	for _, p := range Providers {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: provider %q: want alipay or wechatpay", ErrInvalidRequest, Clip(s))
-}
-
-// Name is how an operator reads the provider's name.
-func (p Provider) Name() string {
-	switch p {
-	case ProviderAlipay:
-		return "Alipay"
-	case ProviderWechatpay:
-		return "WeChat Pay"
-	}
-	return string(p)
-}
-
-// PayType is the order's pay_type for a payment by p (the mall's
-// numbering: 1 Alipay, 2 WeChat Pay).
-func (p Provider) PayType() PayType {
-	switch p {
-	case ProviderAlipay:
-		return PayTypeAlipay
-	case ProviderWechatpay:
-		return PayTypeWechatpay
-	}
-	return PayTypeNone
-}
 
 // ClearingAccount is the journal account of the money p holds for us
 // (alipay_clearing, wechatpay_clearing). An event written before events

@@ -53,6 +53,16 @@ func NewAppSet(apps ...App) *AppSet {
 	return &AppSet{Provider: apps[0].Adapter, apps: slices.Clip(apps)}
 }
 
+// Spec is the provider the set's apps are of (service.Adapter): its
+// first adapter's, or, for an adapter that says none, a name only.
+func (s *AppSet) Spec() model.ProviderSpec {
+	if a, ok := s.Provider.(Adapter); ok {
+		return a.Spec()
+	}
+	p := s.apps[0].Provider
+	return model.ProviderSpec{Name: p, Title: p.Name(), PayType: p.PayType()}
+}
+
 // Apps are the set's apps, in order.
 func (s *AppSet) Apps() []App { return slices.Clone(s.apps) }
 

@@ -220,7 +220,15 @@ type ledgerKey struct {
 // provider in the group (a trade number is a provider's own).
 func (p *Payments) lookupGroup(ctx context.Context, group []*job) (map[model.Provider]dao.Trades, error) {
 	out := map[model.Provider]dao.Trades{}
-	for _, provider := range model.Providers {
+	// The group's providers, in the order its jobs name them: any
+	// registered provider's, not a list of known ones.
+	var providers []model.Provider
+	for _, j := range group {
+		if !slices.Contains(providers, j.n.Provider) {
+			providers = append(providers, j.n.Provider)
+		}
+	}
+	for _, provider := range providers {
 		var tradeNos, outTradeNos []string
 		for _, j := range group {
 			if j.n.Provider == provider {

@@ -23,7 +23,7 @@ type Dashboard struct {
 
 // NewDashboard returns the overview over store.
 func NewDashboard(store *dao.Store) *Dashboard {
-	return &Dashboard{store: store, now: time.Now, Providers: model.Providers}
+	return &Dashboard{store: store, now: time.Now, Providers: model.Providers()}
 }
 
 // ChartMinutes is how many minutes the overview's chart covers.

@@ -51,9 +51,34 @@ type BillKeeper interface {
 	CheckBillDay(day, now time.Time) error
 }
 
+// Adapter is a provider's adapter that says which provider it speaks for:
+// what Providers.Add wires.
+type Adapter interface {
+	Provider
+	// Spec is the provider's name, title and pay_type
+	// (model.ProviderSpec).
+	Spec() model.ProviderSpec
+}
+
 // Providers are the providers this merchant takes payment through, by
 // name: built once, in main.
 type Providers map[model.Provider]Provider
+
+// Add wires adapter a as the provider it speaks for: the provider is made
+// known to the ledger (model.RegisterProvider: its payments taken, its
+// orders' pay_type, its name in routes) and configured here. It is the
+// one line a provider needs beside its package.
+func (ps Providers) Add(a Adapter) error {
+	s := a.Spec()
+	if err := model.RegisterProvider(s); err != nil {
+		return err
+	}
+	if _, dup := ps[s.Name]; dup {
+		return fmt.Errorf("provider %q added twice", s.Name)
+	}
+	ps[s.Name] = a
+	return nil
+}
 
 // get is provider p, or an error saying it is not configured.
 func (ps Providers) get(p model.Provider) (Provider, error) {
@@ -63,10 +88,10 @@ func (ps Providers) get(p model.Provider) (Provider, error) {
 	return nil, fmt.Errorf("%w: %q", model.ErrProviderOff, p)
 }
 
-// Names lists the configured providers in model.Providers' order.
+// Names lists the configured providers in model.Providers()' order.
 func (ps Providers) Names() []model.Provider {
 	var out []model.Provider
-	for _, p := range model.Providers {
+	for _, p := range model.Providers() {
 		if _, ok := ps[p]; ok {
 			out = append(out, p)
 		}

@@ -149,10 +149,10 @@ func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, ope
 
 // ReconRuns lists the newest reconciliation runs of every provider, at
 // most limit: newest date first, a date's runs in the order
-// model.Providers lists them.
+// model.Providers() lists them.
 func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
 	var runs []model.ReconRun
-	for _, p := range model.Providers {
+	for _, p := range model.Providers() {
 		some, err := q.store.ReconRuns(ctx, p, limit)
 		if err != nil {
 			return nil, err

@@ -62,7 +62,7 @@ func (l *Lookup) Search(ctx context.Context, q string) (Found, error) {
 			return Found{}, err
 		}
 	}
-	for _, provider := range model.Providers {
+	for _, provider := range model.Providers() {
 		if p, err := l.store.Payment(ctx, provider, q); err == nil {
 			return l.foundPayment(ctx, p)
 		} else if !errors.Is(err, model.ErrPaymentNotFound) {

@@ -45,6 +45,11 @@ func (c *Client) MchID() string { return c.mchID }
 // AppID is the merchant's first appid: a payment's default app.
 func (c *Client) AppID() string { return c.appID }
 
+// Spec is WeChat Pay as the ledger knows it (service.Adapter).
+func (p *Provider) Spec() model.ProviderSpec {
+	return model.ProviderSpec{Name: model.ProviderWechatpay, Title: "WeChat Pay", PayType: model.PayTypeWechatpay}
+}
+
 // Accepts reports whether m is one of WeChat Pay's: native, h5, jsapi or
 // app.
 func (p *Provider) Accepts(m model.PayMethod) bool {
