@@ -272,6 +272,8 @@ func TestCommandRefusesBadValues(t *testing.T) {
 	}{
 		{args: []string{"reconcile", "-date", "30/11/2026"}, want: `-date "30/11/2026": want a day as yyyy-MM-dd`},
 		{args: []string{"reconcile", "-date", "2026-02-30"}, want: `-date "2026-02-30"`},
+		{args: []string{"reconcile", "-url", "http://127.0.0.1:8080"}, want: "-url is the running dev's address: it goes with -dev"},
+		{args: []string{"reconcile", "-dev", "-url", "127.0.0.1:8080"}, want: `-url "127.0.0.1:8080": want the base URL dev printed`},
 	} {
 		t.Run(strings.Join(bad.args, "_"), func(t *testing.T) {
 			err, _, stderr, touched := runCommand(t, bad.args...)

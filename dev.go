@@ -365,10 +365,10 @@ paynotify dev is up at %[1]s
     curl -H "Authorization: Bearer %[2]s" '%[1]s/admin/outbox?state=pending'
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/journal/totals
 
-  Reconcile the replay files' day (2026-11-30) against the fake Alipay's bill, and the fake WeChat Pay's:
-    curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30/run
+  Reconcile the replay files' day (2026-11-30) against the fake Alipay's bill and the fake WeChat Pay's
+  (dev's keys against dev's fakes; or Run this day on the console's Reconciliation page):
+    go run . reconcile -dev -url %[1]s -date 2026-11-30
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/2026-11-30
-    curl -X POST -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/wechatpay/2026-11-30/run
     curl -H "Authorization: Bearer %[2]s" %[1]s/admin/reconciliations/wechatpay/2026-11-30
 
 `

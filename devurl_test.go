@@ -79,6 +79,22 @@ func TestToolsFindTheRunningDev(t *testing.T) {
 			t.Errorf("runs of %v, want alipay and wechatpay", got)
 		}
 	})
+	t.Run("ReconcileDevURL", func(t *testing.T) {
+		// Another directory: no paynotify-dev.db.url to find, HTTP_ADDR
+		// wrong; -url, as dev's banner prints it, reaches the dev.
+		t.Chdir(t.TempDir())
+		out, _, err := tool(t, "reconcile", "-dev", "-url", base, "-provider", "wechatpay", "-date", "2026-11-30")
+		if exitCode(err, io.Discard) != 1 || !strings.Contains(err.Error(), "unresolved") {
+			t.Fatalf("reconcile -dev -url: %v\n%s", err, out)
+		}
+		var v handler.RunView
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Provider != "wechatpay" || v.State != "DONE" {
+			t.Fatalf("reconcile -dev -url: %+v %v\n%s", v, err, out)
+		}
+		if !strings.Contains(logs.String(), "reconcile -dev -url "+base+" -date 2026-11-30") {
+			t.Errorf("dev's banner does not print the reconcile line with its address:\n%s", logs)
+		}
+	})
 }
 
 // Without a running dev here, the address is HTTP_ADDR's, as dev reads

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"paynotify/dao"
@@ -18,7 +20,8 @@ import (
 	"paynotify/wechatpay"
 )
 
-const reconcileUsage = `usage: paynotify reconcile [-dev] [-provider alipay|wechatpay] [-date yyyy-MM-dd]
+const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-date yyyy-MM-dd]
+       paynotify reconcile -dev [-url URL] [-provider alipay|wechatpay] [-date yyyy-MM-dd]
 
 Reconciles one Beijing day of the ledger against a provider's trade bill
 (default: yesterday in Beijing; every configured provider — Alipay, and
@@ -27,18 +30,19 @@ the bill, repairs what it proves we missed, records every difference,
 prints each run as JSON and exits 0 only when every run succeeded and left
 nothing unresolved — 1 when one failed, found differences, or another
 instance holds the date — so cron and CI can alert; 2 for a command line
-it cannot use (a bad -date or -provider). Configuration comes from the
+it cannot use (a bad -date, -provider or -url). Configuration comes from the
 environment, as for serve, which refuses the development keys.
 
 With -dev it reconciles in the running paynotify dev instead — its
 development keys against its fake Alipay and fake WeChat Pay, both
 providers unless -provider names one — by asking it through its admin API
 (POST /admin/reconciliations/{provider}/{date}/run, with ADMIN_TOKEN or
-dev's paynotify-dev-admin), at the address that dev printed (kept in
-paynotify-dev.db.url while it runs), else HTTP_ADDR, else 127.0.0.1:8080.
-The replay files' day is 2026-11-30:
+dev's paynotify-dev-admin), at -url, else the address the dev running in
+this directory printed (kept in paynotify-dev.db.url while it runs), else
+HTTP_ADDR, else 127.0.0.1:8080. The replay files' day is 2026-11-30:
 
   paynotify reconcile -dev -date 2026-11-30
+  paynotify reconcile -dev -url http://127.0.0.1:8080 -date 2026-11-30   # the URL dev printed
 `
 
 // reconcileCmd runs one reconciliation per provider asked for and reports
@@ -48,6 +52,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	date := fs.String("date", "", "the Beijing day to reconcile, yyyy-MM-dd (default: yesterday)")
 	only := fs.String("provider", "", "alipay or wechatpay (default: every configured provider)")
 	inDev := fs.Bool("dev", false, "reconcile in the running paynotify dev, through its admin API (its keys, its fakes)")
+	devURL := fs.String("url", "", "with -dev: the running dev's base URL, as it printed it (default: the address in paynotify-dev.db.url, else HTTP_ADDR, else "+devDefaultAddr+")")
 	if err := parseFlags(fs, env, 0); err != nil {
 		return err
 	}
@@ -63,8 +68,20 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if *only != "" && !slices.Contains(model.Providers(), model.Provider(*only)) {
 		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
 	}
+	if *devURL != "" && !*inDev {
+		return refuseUsage(fs, env, errors.New("-url is the running dev's address: it goes with -dev"))
+	}
+	if *devURL != "" {
+		if u, err := url.Parse(*devURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return refuseUsage(fs, env, fmt.Errorf("-url %q: want the base URL dev printed, such as http://127.0.0.1:8080", *devURL))
+		}
+	}
 	if *inDev {
-		return reconcileInDev(ctx, env, *only, *date)
+		base := strings.TrimRight(*devURL, "/")
+		if base == "" {
+			base = devBaseURL(env.environ)
+		}
+		return reconcileInDev(ctx, env, base, *only, *date)
 	}
 	// The providers configured, as serve reads them.
 	cfg, pc, err := loadConfig(env.environ)
@@ -161,10 +178,10 @@ func reportView(env environment, v handler.RunView) error {
 	return nil
 }
 
-// reconcileInDev asks the running dev to reconcile date for provider (or
-// both), through its admin API, and reports each run as reconcile does.
-func reconcileInDev(ctx context.Context, env environment, provider, date string) error {
-	base := devBaseURL(env.environ)
+// reconcileInDev asks the dev running at base to reconcile date for
+// provider (or both), through its admin API, and reports each run as
+// reconcile does.
+func reconcileInDev(ctx context.Context, env environment, base, provider, date string) error {
 	token := envValue(env.environ, "ADMIN_TOKEN")
 	if token == "" {
 		token = devAdminToken
@@ -176,15 +193,14 @@ func reconcileInDev(ctx context.Context, env environment, provider, date string)
 	client := &http.Client{Timeout: 2 * time.Minute}
 	var errs []error
 	for _, p := range names {
-		url := base + "/admin/reconciliations/" + string(p) + "/" + date + "/run"
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/reconciliations/"+string(p)+"/"+date+"/run", nil)
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("reconcile -dev: no paynotify dev answers at %s (start go run . dev, or set HTTP_ADDR to its address): %w", base, err)
+			return fmt.Errorf("reconcile -dev: no paynotify dev answers at %s (start go run . dev, or give -url the address it printed): %w", base, err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
