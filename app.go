@@ -242,7 +242,7 @@ func (s *services) jobs(log *slog.Logger, a app) []service.Job {
 		log.Info("no bill to reconcile: no provider is configured")
 	} else if on {
 		for _, r := range s.recons {
-			r.At = at // WeChat Pay's not before its bill is published (service.BillPublished)
+			r.At = at // WeChat Pay's not before its bill is published (service.BillPublisher)
 			jobs = append(jobs, r.Job())
 		}
 	} else if a.dev {

@@ -51,6 +51,15 @@ type BillKeeper interface {
 	CheckBillDay(day, now time.Time) error
 }
 
+// BillPublisher is a bill source that publishes a day's bill late:
+// BillPublished is how long after Beijing midnight the previous day's bill
+// is there (WeChat Pay: 10:00). The daily reconciliation waits for it,
+// whatever its At says; a source that is no BillPublisher publishes by
+// midnight.
+type BillPublisher interface {
+	BillPublished() time.Duration
+}
+
 // Adapter is a provider's adapter that says which provider it speaks for:
 // what Providers.Add wires.
 type Adapter interface {

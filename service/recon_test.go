@@ -582,3 +582,39 @@ func TestReconcileDailyJob(t *testing.T) {
 		round("2026-12-01 12:00:00", 0) // done: not again
 	})
 }
+
+// lateBills is a bill source that publishes yesterday's bill at 10:00
+// Beijing (service.BillPublisher), as WeChat Pay does.
+type lateBills struct{ service.BillSource }
+
+func (lateBills) BillPublished() time.Duration { return 10 * time.Hour }
+
+// The daily job waits for a bill published late, whatever its At says,
+// and runs the day once it is out; a source that says nothing is run at At.
+func TestReconcileDailyJobWaitsForALateBill(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-LATE", "6.00")
+		r.fake.AddPaidTrade("RC-LATE", "2026113022001400000000000702", dec("6.00"), r.clock.Now())
+		rec := service.NewBillReconciler(store, lateBills{billsOf(r.gw)}, r.payments, quietLog)
+		var now time.Time
+		rec.SetClock(func() time.Time { return now })
+		for _, c := range []struct {
+			at   string
+			want int
+		}{
+			{"2026-12-01 09:30:00", 0}, // At has come, the bill has not
+			{"2026-12-01 09:59:59", 0},
+			{"2026-12-01 10:00:00", 1},
+			{"2026-12-01 10:05:00", 0}, // done: not again
+		} {
+			now = bjTime(t, c.at)
+			if n, err := rec.RunOnce(ctx); err != nil || n != c.want {
+				t.Fatalf("at %s: %d runs, %v; want %d", c.at, n, err, c.want)
+			}
+		}
+		if d, _ := rec.Detail(ctx, reconDay, "", 0); d.State != model.ReconDone || d.Counts[model.ReconRepaired] != 1 {
+			t.Fatalf("run %+v", d)
+		}
+	})
+}

@@ -17,11 +17,6 @@ const (
 	reconRetryAfter = time.Hour
 )
 
-// BillPublished is when, after Beijing midnight, a provider has
-// published the previous day's bill, where the daily job must wait for it
-// whatever At says: WeChat Pay's from 10:00.
-var BillPublished = map[model.Provider]time.Duration{model.ProviderWechatpay: 10 * time.Hour}
-
 // Name names the daily reconciliation job in logs and metrics, by its
 // provider.
 func (r *BillReconciler) Name() string {
@@ -32,8 +27,8 @@ func (r *BillReconciler) Name() string {
 }
 
 // RunOnce is one round of the daily job: it reconciles yesterday (Beijing)
-// once the time of day is past At (and past BillPublished for its
-// provider), and retries — at most hourly — the
+// once the time of day is past At (and past its bill source's
+// BillPublished), and retries — at most hourly — the
 // dates of the last week whose run failed or was abandoned (its instance
 // died: a RUNNING run whose lease ended). A date another instance holds
 // is left to it. It returns how many runs it finished.
@@ -55,7 +50,7 @@ func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 		switch {
 		case ok && retryable(run, now):
 			due = append(due, date)
-		case !ok && back == 1 && !now.Before(today.Add(max(r.At, BillPublished[r.Provider]))):
+		case !ok && back == 1 && !now.Before(today.Add(max(r.At, r.billPublished()))):
 			due = append(due, date)
 		}
 	}
@@ -70,6 +65,15 @@ func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// billPublished is how long after Beijing midnight r's bill source has
+// published yesterday's bill (BillPublisher), 0 by default.
+func (r *BillReconciler) billPublished() time.Duration {
+	if p, ok := r.bills.(BillPublisher); ok {
+		return p.BillPublished()
+	}
+	return 0
 }
 
 // retryable: a run that failed an hour ago or more, or whose instance let

@@ -12,6 +12,7 @@ import (
 	"paynotify/fakewechatpay"
 	"paynotify/internal/devkey"
 	"paynotify/model"
+	"paynotify/service"
 	"paynotify/service/providertest"
 	"paynotify/wechatpay"
 )
@@ -21,6 +22,13 @@ import (
 func TestConformance(t *testing.T) {
 	e := newEnv(t, nil)
 	p := wechatpay.NewProvider(e.client, e.recv.srv.URL)
+	// What only WeChat Pay has, the service finds by type assertion.
+	if _, ok := any(p).(service.BillKeeper); !ok {
+		t.Error("the WeChat Pay adapter is no service.BillKeeper: runs of days past its three months would be claimed")
+	}
+	if _, ok := any(p).(service.BillPublisher); !ok {
+		t.Error("the WeChat Pay adapter is no service.BillPublisher: the daily run would fetch the bill before 10:00")
+	}
 	providertest.Test(t, providertest.Harness{
 		Name:     model.ProviderWechatpay,
 		Provider: p,

@@ -232,6 +232,10 @@ func (p *Provider) CheckBillDay(day, now time.Time) error {
 	return nil
 }
 
+// BillPublished is when WeChat Pay has published the previous day's trade
+// bill: from 10:00 Beijing (service.BillPublisher).
+func (p *Provider) BillPublished() time.Duration { return 10 * time.Hour }
+
 // Notice verifies a notification (VerifyNotification) and says it in the
 // service's terms, for the notify handler.
 func (p *Provider) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
