@@ -139,8 +139,17 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	defer hk.wait()
 	s.webhooks = hk.webhooks
 
+	// Configuration Reload (serve's: dev's providers are its fakes)
+	var rl *reloader
+	if !a.dev {
+		if rl, err = newReloader(log, env.environ, a, s.providers, m); err != nil {
+			return err
+		}
+		go rl.onHangup(ctx)
+	}
+
 	// HTTP Surface
-	h, err := newRoutes(log, a, s, reg, m)
+	h, err := newRoutes(log, a, s, rl, reg, m)
 	if err != nil {
 		return err
 	}
@@ -170,6 +179,8 @@ type services struct {
 	locker   *lock.Redis
 	// webhooks serves /admin/webhook-endpoints (newHooks).
 	webhooks *service.Webhooks
+	// providers are the sets of apps the use cases read.
+	providers service.Providers
 }
 
 // newServices makes the use cases of a and hooks their metrics to m.
@@ -183,19 +194,13 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 			"amount", p.Amount.StringFixed(2))
 	}
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
-	// Payment Providers: one adapter per provider configured, each added
-	// by one line.
-	providers := service.Providers{}
-	if len(a.alipay) > 0 {
-		if err := providers.Add(alipaySet(a.alipay, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)); err != nil {
-			return nil, err
-		}
+	// Payment Providers: one set of apps per provider configured, each
+	// added by one line (a reload swaps each set's apps in place).
+	providers, err := providerSets(cfg, a.alipay, a.wechatpay)
+	if err != nil {
+		return nil, err
 	}
-	if a.wechatpay != nil {
-		if err := providers.Add(weChatPaySet(cfg, a.wechatpay)); err != nil {
-			return nil, err
-		}
-	}
+	s.providers = providers
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
 	m.Providers(providers.Names())
@@ -263,12 +268,14 @@ func (s *services) close() {
 
 // newRoutes is the HTTP surface over s: the API, /admin, the console and
 // a's extra mounts.
-func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m *metrics.Metrics) (http.Handler, error) {
+func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *prometheus.Registry, m *metrics.Metrics) (http.Handler, error) {
 	cfg, store := a.cfg, a.store
 	var verifier handler.Verifier // nil: no /alipay/notify
 	switch {
 	case a.verifier != nil:
 		verifier = a.verifier
+	case len(a.alipay) > 0 && rl != nil:
+		verifier = alipayNotices{rl}
 	case len(a.alipay) > 0:
 		apps, err := alipayVerifier(a.alipay)
 		if err != nil {
@@ -277,11 +284,13 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		verifier = apps
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
-	if a.wechatpay != nil {
+	switch {
+	case a.weChatNotice != nil:
+		weChat = a.weChatNotice
+	case a.wechatpay != nil && rl != nil:
+		weChat = weChatNotices{rl}
+	case a.wechatpay != nil:
 		weChat = a.wechatpay
-		if a.weChatNotice != nil {
-			weChat = a.weChatNotice
-		}
 	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	dashboard.Providers = nil // the overview shows the configured providers' runs
@@ -320,6 +329,7 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		Console:         cons,
 		Webhooks:        s.webhooks,
 		DB:              store,
+		Reloader:        reloaderOf(rl),
 		Registry:        reg,
 		Metrics:         m,
 		NotifyTimeout:   cfg.NotifyTimeout,
@@ -335,6 +345,15 @@ func newRoutes(log *slog.Logger, a app, s *services, reg *prometheus.Registry, m
 		h = mux
 	}
 	return h, nil
+}
+
+// reloaderOf is rl as the HTTP surface's Reloader: none (not a nil
+// pointer in an interface) when there is no reload.
+func reloaderOf(rl *reloader) handler.Reloader {
+	if rl == nil {
+		return nil
+	}
+	return rl
 }
 
 // serveHTTP serves h on a's listener (or HTTP_ADDR) until ctx ends, then

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"strings"
 
 	"paynotify/alipay"
 	"paynotify/broker"
@@ -67,17 +66,8 @@ func serve(ctx context.Context, env environment) error {
 	log := newLogger(logOut, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
 	a := app{cfg: cfg, logDropped: logOut.Dropped}
-	if pc.alipayOn {
-		if a.alipay, err = alipayApps(pc.alipay); err != nil {
-			return err
-		}
-	}
-	if pc.weChatOn {
-		wc, err := wechatpay.New(pc.wechatpay)
-		if err != nil {
-			return err
-		}
-		a.wechatpay = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
+	if a.alipay, a.wechatpay, err = buildProviders(cfg, pc); err != nil {
+		return err
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})
 	if err != nil {

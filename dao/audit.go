@@ -61,6 +61,15 @@ func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	return mapErr(err)
 }
 
+// InsertAudit appends an operator action that writes no row of its own
+// (a reload of the providers' configuration, which lives in files): its
+// audit row alone, before the action is put in force. An action that
+// writes rows records itself in their transaction instead (the Tx types'
+// InsertAudit).
+func (s *Store) InsertAudit(ctx context.Context, a model.Audit) error {
+	return s.insertAudit(ctx, a)
+}
+
 // AuditByOrder lists the actions recorded against an order, oldest first.
 func (s *Store) AuditByOrder(ctx context.Context, orderID int64) ([]model.Audit, error) {
 	var recs []auditRecord

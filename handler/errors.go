@@ -81,6 +81,8 @@ var errorTable = []errorRow{
 	{model.ErrProviderOff, "provider_off", slog.LevelWarn, http.StatusUnprocessableEntity, "provider_not_configured", 0},
 	{model.ErrNothingToRefund, "", slog.LevelInfo, http.StatusConflict, "nothing_to_refund", 0},
 	{model.ErrRefundTooLarge, "", slog.LevelInfo, http.StatusUnprocessableEntity, "refund_too_large", 0},
+	// The reloader has logged it at ERROR, naming the problem.
+	{model.ErrConfigRefused, "", slog.LevelWarn, http.StatusUnprocessableEntity, "config_refused", 0},
 	// A payment provider's answer: the codes are Alipay's, and another
 	// provider's error answers its own (providerAnswer).
 	{model.ErrTradeNotExist, "", slog.LevelWarn, http.StatusBadGateway, "alipay_refused", 0},

@@ -56,6 +56,8 @@ type Deps struct {
 	// Webhooks serves /admin/webhook-endpoints; nil, those routes are
 	// off (off webhooks, no WEBHOOK_SECRET_KEY, answer 409 instead).
 	Webhooks *service.Webhooks
+	// Reloader serves POST /admin/reload; nil, that route is off (dev).
+	Reloader Reloader
 	DB       Readiness
 	// Registry is what /metrics serves; Metrics counts into it (nil: New
 	// defines them on Registry).
@@ -230,6 +232,9 @@ func routeAdmin(r *gin.Engine, d Deps) {
 		}
 		if d.Webhooks != nil {
 			routeWebhooks(admin, d.Webhooks)
+		}
+		if d.Reloader != nil {
+			admin.POST("/reload", reload(d.Reloader))
 		}
 	}
 }

@@ -47,6 +47,8 @@ type cashier struct {
 	// recon is the reconciliation behind /admin/reconciliations, Alipay's;
 	// wxRecon WeChat Pay's, whose bills are empty.
 	recon, wxRecon *service.BillReconciler
+	// reloader answers POST /admin/reload.
+	reloader *reloaderAnswers
 }
 
 // emptyBill is a bill with no lines.
@@ -62,7 +64,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cashier{store: store, url: "http://" + ln.Addr().String()}
+	c := &cashier{store: store, url: "http://" + ln.Addr().String(), reloader: &reloaderAnswers{}}
 	c.fake, err = fakealipay.New(fakealipay.Config{
 		AppID: appID, SellerID: sellerID,
 		PrivateKey:   devkey.Read(t, "alipay_private_key.pem"),
@@ -105,6 +107,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		Refunds:         service.NewRefunds(store, providers, log),
 		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
 		Webhooks:        service.NewWebhooks(store, nil),
+		Reloader:        c.reloader,
 		DB:              store,
 		Registry:        prometheus.NewRegistry(),
 	})

@@ -58,6 +58,9 @@ type Metrics struct {
 	// Webhooks (webhook.go).
 	webhookAttempts *prometheus.CounterVec
 
+	// Configuration reloads (config.go).
+	reloadOK, reloadAt prometheus.Gauge
+
 	// providers are the configured ones (Providers), read at each scrape.
 	mu        sync.Mutex
 	providers []model.Provider
@@ -75,6 +78,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.newRecon()
 	m.newJob()
 	m.newWebhook()
+	m.newConfig()
 	return m
 }
 

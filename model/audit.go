@@ -25,6 +25,7 @@ const (
 	AuditWebhookRotate AuditAction = "webhook.rotate"
 	AuditWebhookDelete AuditAction = "webhook.delete"
 	AuditWebhookResend AuditAction = "webhook.resend"
+	AuditConfigReload  AuditAction = "config.reload"
 )
 
 // OperatorService is the operator admin_audit names for what paynotify
@@ -54,6 +55,9 @@ const (
 	TargetReconRun  = "recon_run"
 	TargetSession   = "session"
 	TargetWebhook   = "webhook_endpoint"
+	// TargetConfig is the providers' configuration (PROVIDERS_FILE, or
+	// the ALIPAY_*/WECHATPAY_* variables' key files).
+	TargetConfig = "config"
 )
 
 // Act is who does an operator action and under which one-time key (the

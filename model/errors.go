@@ -19,6 +19,9 @@ var (
 	// ErrUnknownApp: validly signed (or opened) for an app or merchant
 	// this instance is not configured for. It is an ErrWrongMerchant.
 	ErrUnknownApp = fmt.Errorf("%w: app not configured", ErrWrongMerchant)
+	// ErrConfigRefused: a reload found the providers' configuration (a
+	// file, a key) unusable and changed nothing; the text says why.
+	ErrConfigRefused = errors.New("configuration refused, nothing changed")
 	// ErrInvalidNotification: a field is missing or malformed.
 	ErrInvalidNotification = errors.New("invalid notification")
 	// ErrOrderNotFound: no order has that order_sn.

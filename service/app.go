@@ -1,8 +1,13 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/shopspring/decimal"
 
 	"paynotify/model"
 )
@@ -40,9 +45,12 @@ func (a App) label() string {
 // As a Provider it is the first account's first app: the one a row that
 // names no app (written before paynotify knew several) belongs to, and
 // what bills are fetched through until reconciliation runs per account.
+//
+// A reload of the configuration puts another set's apps in force in it
+// at once (Swap): every reader holds the set, never a copy of its apps,
+// and a call that has looked an app up goes on with that app's adapter.
 type AppSet struct {
-	Provider
-	apps []App
+	apps atomic.Pointer[[]App]
 }
 
 // NewAppSet is the set of apps, the first the default; at least one.
@@ -50,33 +58,47 @@ func NewAppSet(apps ...App) *AppSet {
 	if len(apps) == 0 {
 		panic("service.NewAppSet: no app")
 	}
-	return &AppSet{Provider: apps[0].Adapter, apps: slices.Clip(apps)}
+	s := &AppSet{}
+	apps = slices.Clip(apps)
+	s.apps.Store(&apps)
+	return s
 }
 
 // Spec is the provider the set's apps are of (service.Adapter): its
 // first adapter's, or, for an adapter that says none, a name only.
 func (s *AppSet) Spec() model.ProviderSpec {
-	if a, ok := s.Provider.(Adapter); ok {
+	if a, ok := s.first().(Adapter); ok {
 		return a.Spec()
 	}
-	p := s.apps[0].Provider
+	p := s.list()[0].Provider
 	return model.ProviderSpec{Name: p, Title: p.Name(), PayType: p.PayType()}
 }
 
+// Swap puts next's apps in force in s, all at once (a reload). Calls
+// under way finish with the apps they looked up.
+func (s *AppSet) Swap(next *AppSet) { s.apps.Store(next.apps.Load()) }
+
+// list is the apps in force.
+func (s *AppSet) list() []App { return *s.apps.Load() }
+
+// first is the default app's adapter.
+func (s *AppSet) first() Provider { return s.list()[0].Adapter }
+
 // Apps are the set's apps, in order.
-func (s *AppSet) Apps() []App { return slices.Clone(s.apps) }
+func (s *AppSet) Apps() []App { return slices.Clone(s.list()) }
 
 // App is the app id of account, for a row that names them: "" for id is
 // the account's first app ("" for account too: the provider's first
 // account's first), "" for account any account's app id. An app no longer
 // configured is model.ErrUnknownApp: its trades are never asked of another.
 func (s *AppSet) App(account, id string) (App, error) {
-	for _, a := range s.apps {
+	apps := s.list()
+	for _, a := range apps {
 		if (account == "" || a.Account == account) && (id == "" || a.ID == id) {
 			return a, nil
 		}
 	}
-	return App{}, fmt.Errorf("%w: %s account %q app %q", model.ErrUnknownApp, s.apps[0].Provider, model.Clip(account), model.Clip(id))
+	return App{}, fmt.Errorf("%w: %s account %q app %q", model.ErrUnknownApp, apps[0].Provider, model.Clip(account), model.Clip(id))
 }
 
 // Choose is the app a payment by m starts in: ref names it (its name or
@@ -84,16 +106,17 @@ func (s *AppSet) App(account, id string) (App, error) {
 // accepts m. An app that does not exist or cannot take m is
 // model.ErrInvalidRequest naming it.
 func (s *AppSet) Choose(ref string, m model.PayMethod) (App, error) {
-	p := s.apps[0].Provider
+	apps := s.list()
+	p := apps[0].Provider
 	if ref == "" {
-		for _, a := range s.apps {
+		for _, a := range apps {
 			if a.Accepts(m) {
 				return a, nil
 			}
 		}
 		return App{}, fmt.Errorf("%w: no %s app takes method %q", model.ErrInvalidRequest, p.Name(), model.Clip(string(m)))
 	}
-	for _, a := range s.apps {
+	for _, a := range apps {
 		if a.Name == ref || a.ID == ref {
 			if !a.Accepts(m) {
 				return App{}, fmt.Errorf("%w: %s app %s takes no method %q", model.ErrInvalidRequest, p.Name(), a.label(), model.Clip(string(m)))
@@ -143,18 +166,72 @@ func (ps Providers) choose(p model.Provider, ref string, m model.PayMethod) (App
 // first account's). None for a bare adapter: every row.
 func (ps Providers) BillAccounts(p model.Provider) []string {
 	if set, ok := ps[p].(*AppSet); ok {
-		return []string{"", set.apps[0].Account}
+		return []string{"", set.list()[0].Account}
 	}
 	return nil
 }
 
 // Bills is the adapter provider p's bills are fetched through: its first
-// account's first app's (a bill covers an account, not an app), with the
+// account's first app's (a bill covers an account, not an app), as it is
+// when each bill is fetched (a reload may change its keys), with the
 // optional interfaces (BillKeeper) that adapter has.
 func (ps Providers) Bills(p model.Provider) Provider {
 	gw := ps[p]
 	if set, ok := gw.(*AppSet); ok {
-		return set.Provider
+		if _, keeps := set.first().(BillKeeper); keeps {
+			return keepingSet{set}
+		}
+		return set
 	}
 	return gw
+}
+
+// keepingSet is an AppSet whose default adapter is a BillKeeper: a
+// reload changes keys, never the adapter's kind.
+type keepingSet struct{ *AppSet }
+
+// CheckBillDay is the default adapter's.
+func (k keepingSet) CheckBillDay(day, now time.Time) error {
+	if bk, ok := k.first().(BillKeeper); ok {
+		return bk.CheckBillDay(day, now)
+	}
+	return nil
+}
+
+// The Provider methods of an AppSet are its default app's.
+
+// Accepts is the default app's.
+func (s *AppSet) Accepts(m model.PayMethod) bool { return s.first().Accepts(m) }
+
+// SignsLocally is the default app's.
+func (s *AppSet) SignsLocally(m model.PayMethod) bool { return s.first().SignsLocally(m) }
+
+// StartPayment starts in the default app.
+func (s *AppSet) StartPayment(ctx context.Context, ps model.PayStart) (string, error) {
+	return s.first().StartPayment(ctx, ps)
+}
+
+// QueryTrade asks the default app.
+func (s *AppSet) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade, error) {
+	return s.first().QueryTrade(ctx, outTradeNo)
+}
+
+// CloseTrade asks the default app.
+func (s *AppSet) CloseTrade(ctx context.Context, outTradeNo string) error {
+	return s.first().CloseTrade(ctx, outTradeNo)
+}
+
+// Refund asks the default app.
+func (s *AppSet) Refund(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal, reason string) error {
+	return s.first().Refund(ctx, tradeNo, outRequestNo, amount, reason)
+}
+
+// RefundDone asks the default app.
+func (s *AppSet) RefundDone(ctx context.Context, tradeNo, outRequestNo string, amount decimal.Decimal) (bool, error) {
+	return s.first().RefundDone(ctx, tradeNo, outRequestNo, amount)
+}
+
+// TradeBill fetches the default app's account's bill.
+func (s *AppSet) TradeBill(ctx context.Context, day time.Time) (model.Bill, error) {
+	return s.first().TradeBill(ctx, day)
 }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"paynotify/alipay"
+	"paynotify/config"
+	"paynotify/dao"
+	"paynotify/metrics"
+	"paynotify/model"
+	"paynotify/service"
+	"paynotify/wechatpay"
+)
+
+// buildProviders makes the providers of one reading of the configuration:
+// each Alipay app's client (none when Alipay is off) and the WeChat Pay
+// provider (nil when off). serve builds them at start, and a reload again.
+func buildProviders(cfg config.Config, pc providerConfig) ([]alipayApp, *wechatpay.Provider, error) {
+	var apps []alipayApp
+	if pc.alipayOn {
+		var err error
+		if apps, err = alipayApps(pc.alipay); err != nil {
+			return nil, nil, err
+		}
+	}
+	var wx *wechatpay.Provider
+	if pc.weChatOn {
+		wc, err := wechatpay.New(pc.wechatpay)
+		if err != nil {
+			return nil, nil, err
+		}
+		wx = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
+	}
+	return apps, wx, nil
+}
+
+// providerSets are the service's providers of the clients built: one
+// AppSet per provider configured.
+func providerSets(cfg config.Config, apps []alipayApp, wx *wechatpay.Provider) (service.Providers, error) {
+	providers := service.Providers{}
+	if len(apps) > 0 {
+		if err := providers.Add(alipaySet(apps, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)); err != nil {
+			return nil, err
+		}
+	}
+	if wx != nil {
+		if err := providers.Add(weChatPaySet(cfg, wx)); err != nil {
+			return nil, err
+		}
+	}
+	return providers, nil
+}
+
+// reloader puts a new reading of the providers' configuration in force
+// without a restart (SIGHUP, POST /admin/reload): PROVIDERS_FILE and
+// every key file it names, or the ALIPAY_*/WECHATPAY_* variables' key
+// files, read and checked as at start. All is built before anything is
+// swapped, so a bad file changes nothing; a good one replaces every app's
+// adapter and both providers' notification verifiers. A request reads
+// them once, so a notification in flight finishes on the configuration it
+// began with. One reload at a time.
+//
+// A reload may change keys, apps and accounts; turning a provider on or
+// off, or changing its first account (the one rows written before the
+// ledger knew accounts belong to, and the one reconciled), needs a
+// restart: the routes, jobs and reconciliations are wired at start.
+type reloader struct {
+	mu      sync.Mutex
+	environ []string
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	store   *dao.Store
+	// sets are the AppSets every use case reads: swapped in place.
+	sets service.Providers
+	// alipay and wechatpay verify notifications (nil: the provider is off).
+	alipay    atomic.Pointer[alipay.Apps]
+	wechatpay atomic.Pointer[wechatpay.Provider]
+}
+
+// newReloader is the reloader of a's providers, whose sets the use cases
+// were given.
+func newReloader(log *slog.Logger, environ []string, a app, sets service.Providers, m *metrics.Metrics) (*reloader, error) {
+	r := &reloader{environ: environ, log: log, metrics: m, store: a.store, sets: sets}
+	if len(a.alipay) > 0 {
+		apps, err := alipayVerifier(a.alipay)
+		if err != nil {
+			return nil, err
+		}
+		r.alipay.Store(apps)
+	}
+	if a.wechatpay != nil {
+		r.wechatpay.Store(a.wechatpay)
+	}
+	return r, nil
+}
+
+// onHangup reloads on every SIGHUP until ctx ends.
+func (r *reloader) onHangup(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_, _ = r.reload(ctx, "SIGHUP", "")
+		}
+	}
+}
+
+// ReloadAsked is POST /admin/reload: a reload audited as the admin API's.
+func (r *reloader) ReloadAsked(ctx context.Context, note string) ([]service.App, error) {
+	return r.reload(ctx, model.OperatorAdminAPI, note)
+}
+
+// reload reads the configuration again and puts it in force, or says
+// why not (model.ErrConfigRefused) and changes nothing. by is who asked:
+// the admin API's reload is audited before it is put in force.
+func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next, nextAlipay, nextWeChat, target, err := r.read()
+	if err != nil {
+		err = fmt.Errorf("%w: %w", model.ErrConfigRefused, err)
+		r.log.Error("configuration reload refused: nothing changed", "by", by, "err", err)
+		r.metrics.ConfigReloaded(false, time.Time{})
+		return nil, err
+	}
+	before, after := r.inForce(r.sets), r.inForce(next)
+	if by == model.OperatorAdminAPI {
+		err := r.store.InsertAudit(ctx, model.Audit{Key: "api-reload-" + uuid.NewString(), Operator: by, Action: model.AuditConfigReload,
+			TargetKind: model.TargetConfig, TargetID: target, Before: summary(before), After: summary(after), Note: note})
+		if err != nil {
+			return nil, fmt.Errorf("audit the reload (nothing changed): %w", err)
+		}
+	}
+	for p, set := range r.sets {
+		set.(*service.AppSet).Swap(next[p].(*service.AppSet))
+	}
+	if nextAlipay != nil {
+		r.alipay.Store(nextAlipay)
+	}
+	if nextWeChat != nil {
+		r.wechatpay.Store(nextWeChat)
+	}
+	r.metrics.ConfigReloaded(true, time.Now())
+	r.log.Info("configuration reloaded", "by", by, "from", target, "apps", summary(after))
+	return after, nil
+}
+
+// read builds every provider of the configuration as it is now, checked
+// as at start and against what a reload may change; target names where
+// it was read from.
+func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider, string, error) {
+	cfg, pc, err := loadConfig(r.environ)
+	target := "environment"
+	if cfg.ProvidersFile != "" {
+		target = cfg.ProvidersFile
+	}
+	if err != nil {
+		return nil, nil, nil, target, err
+	}
+	apps, wx, err := buildProviders(cfg, pc)
+	if err != nil {
+		return nil, nil, nil, target, err
+	}
+	next, err := providerSets(cfg, apps, wx)
+	if err != nil {
+		return nil, nil, nil, target, err
+	}
+	var problems []error
+	for _, p := range model.Providers() {
+		now, was := next[p], r.sets[p]
+		switch {
+		case now == nil && was == nil:
+		case now == nil:
+			problems = append(problems, fmt.Errorf("%s is no longer configured: turning a provider off needs a restart", p))
+		case was == nil:
+			problems = append(problems, fmt.Errorf("%s is newly configured: turning a provider on needs a restart", p))
+		default:
+			if a, b := was.(*service.AppSet).Apps()[0].Account, now.(*service.AppSet).Apps()[0].Account; a != b {
+				problems = append(problems, fmt.Errorf("%s's first account is %s, was %s: it owns the rows that name no account and is the one reconciled, so changing it needs a restart", p, b, a))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, nil, nil, target, config.Join(problems...)
+	}
+	var notices *alipay.Apps
+	if len(apps) > 0 {
+		if notices, err = alipayVerifier(apps); err != nil {
+			return nil, nil, nil, target, err
+		}
+	}
+	return next, notices, wx, target, nil
+}
+
+// inForce are the apps of sets, provider by provider.
+func (r *reloader) inForce(sets service.Providers) []service.App {
+	var apps []service.App
+	for _, p := range sets.Names() {
+		apps = append(apps, sets[p].(*service.AppSet).Apps()...)
+	}
+	return apps
+}
+
+// summary names apps by provider, account, id and name, for the log and
+// the audit row: "alipay 2088…/2021…(web)".
+func summary(apps []service.App) string {
+	var parts []string
+	for _, a := range apps {
+		s := fmt.Sprintf("%s %s/%s", a.Provider, a.Account, a.ID)
+		if a.Name != "" {
+			s += "(" + a.Name + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// alipayNotices verifies Alipay's notifications with the apps in force.
+type alipayNotices struct{ r *reloader }
+
+// VerifyNotification is the apps' in force (alipay.Apps).
+func (v alipayNotices) VerifyNotification(ctx context.Context, form url.Values) error {
+	return v.r.alipay.Load().VerifyNotification(ctx, form)
+}
+
+// weChatNotices verifies WeChat Pay's notifications with the merchant's
+// keys in force.
+type weChatNotices struct{ r *reloader }
+
+// Notice is the provider's in force (wechatpay.Provider).
+func (v weChatNotices) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
+	return v.r.wechatpay.Load().Notice(ctx, h, body)
+}
