@@ -55,7 +55,9 @@ func TestAdminReload(t *testing.T) {
 
 	c.reloader.err = fmt.Errorf("%w: configuration:\n  /etc/providers.yaml: wechatpay[0] (mchid \"1900012345\"): apiv3_key_files[0]: an APIv3 key is 32 bytes, this is 31", model.ErrConfigRefused)
 	status, _, body = c.post(t, "/admin/reload", admin, "", "")
-	var answer struct{ Error struct{ Code, Message string } }
+	var answer struct {
+		Error struct{ Code, Message string }
+	}
 	if err := json.Unmarshal(body, &answer); err != nil || status != http.StatusUnprocessableEntity || answer.Error.Code != "config_refused" ||
 		!strings.Contains(answer.Error.Message, "apiv3_key_files[0]") {
 		t.Fatalf("refused: %d %s, want 422 config_refused naming the field", status, body)
