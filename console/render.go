@@ -275,9 +275,9 @@ func loadZone(name string) (*time.Location, error) {
 func orderLink(sn string) string { return Prefix + "/orders/" + pathEscape(sn) }
 
 // payLink is the page of a payment: /payments/{provider}/{trade_no}, or
-// /payments/{trade_no} for Alipay's, as before WeChat Pay.
+// /payments/{trade_no} for model.DefaultProvider's, as before WeChat Pay.
 func payLink(p model.Provider, tradeNo string) string {
-	if p == model.ProviderAlipay || p == "" {
+	if p.OrDefault() == model.DefaultProvider {
 		return Prefix + "/payments/" + pathEscape(tradeNo)
 	}
 	return Prefix + "/payments/" + pathEscape(string(p)) + "/" + pathEscape(tradeNo)
@@ -400,12 +400,12 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// paymentKey is the provider a payment route names: {provider}, or Alipay
-// for the form without it. A name no provider has is kept, and finds no
-// payment.
+// paymentKey is the provider a payment route names: {provider}, or
+// model.DefaultProvider for the form without it. A name no provider has
+// is kept, and finds no payment.
 func paymentKey(r *http.Request) model.Provider {
 	if p := r.PathValue("provider"); p != "" {
 		return model.Provider(p)
 	}
-	return model.ProviderAlipay
+	return model.DefaultProvider
 }

@@ -149,10 +149,7 @@ func providerAnswer(row errorRow, err error) (code, msg string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	p := model.ProviderOf(err)
-	if p == "" {
-		p = model.ProviderAlipay
-	}
+	p := model.ProviderOf(err).OrDefault()
 	return string(p) + "_" + g.code, fmt.Sprintf(g.msg, p.Name()), true
 }
 

@@ -41,7 +41,7 @@ func (p *Pay) Start(c *gin.Context) {
 		apiError(c, err)
 		return
 	}
-	provider := model.ProviderAlipay
+	provider := model.DefaultProvider
 	if req.Provider != "" {
 		var err error
 		if provider, err = model.ParseProvider(req.Provider); err != nil {

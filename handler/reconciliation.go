@@ -27,7 +27,7 @@ type Reconciliations struct {
 func (h *Reconciliations) run(c *gin.Context) (*service.BillReconciler, string, error) {
 	first, date := c.Param("first"), c.Param("date")
 	if date == "" {
-		first, date = string(model.ProviderAlipay), first
+		first, date = string(model.DefaultProvider), first
 	}
 	p, err := model.ParseProvider(first)
 	if err != nil {

@@ -31,11 +31,11 @@ func (a *Admin) RefundUnmatched(c *gin.Context) {
 }
 
 // paymentKey reads a payment's key from a route: {provider}/{trade_no},
-// or {trade_no} alone (second empty) for Alipay's, the form routes had
-// before WeChat Pay.
+// or {trade_no} alone (second empty) for model.DefaultProvider's, the
+// form routes had before WeChat Pay.
 func paymentKey(first, second string) (model.Provider, string, error) {
 	if second == "" {
-		return model.ProviderAlipay, first, nil
+		return model.DefaultProvider, first, nil
 	}
 	p, err := model.ParseProvider(first)
 	if err != nil {

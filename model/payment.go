@@ -8,13 +8,8 @@ import (
 
 // ClearingAccount is the journal account of the money p holds for us
 // (alipay_clearing, wechatpay_clearing). An event written before events
-// carried a provider is Alipay's.
-func ClearingAccount(p Provider) string {
-	if p == "" {
-		p = ProviderAlipay
-	}
-	return string(p) + "_clearing"
-}
+// carried a provider is DefaultProvider's.
+func ClearingAccount(p Provider) string { return string(p.OrDefault()) + "_clearing" }
 
 // PaymentState is where a real movement of money stands.
 type PaymentState string

@@ -20,6 +20,19 @@ const (
 	ProviderWechatpay Provider = "wechatpay"
 )
 
+// DefaultProvider is the provider meant where none is named: a route or
+// request of the form paynotify had before it knew several providers, a
+// row or event written then. This is the one place that rule lives.
+const DefaultProvider = ProviderAlipay
+
+// OrDefault is p, or DefaultProvider when p is empty.
+func (p Provider) OrDefault() Provider {
+	if p == "" {
+		return DefaultProvider
+	}
+	return p
+}
+
 // ProviderSpec is what the ledger knows of a provider beside its adapter:
 // its name as stored and as routes spell it, how an operator reads it, and
 // the order's pay_type for a payment by it (the mall's numbering).

@@ -65,7 +65,7 @@ type BillReconciler struct {
 func NewBillReconciler(store *dao.Store, bills BillSource, payments *Payments, log *slog.Logger) *BillReconciler {
 	host, _ := os.Hostname()
 	return &BillReconciler{
-		store: store, bills: bills, payments: payments, log: log, Provider: model.ProviderAlipay,
+		store: store, bills: bills, payments: payments, log: log, Provider: model.DefaultProvider,
 		owner: clipOwner(host + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)),
 		Batch: 1000, Workers: 4, Lease: 10 * time.Minute, Grace: 15 * time.Minute, At: 9*time.Hour + 30*time.Minute, Interval: 5 * time.Minute, now: time.Now,
 	}

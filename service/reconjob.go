@@ -20,7 +20,7 @@ const (
 // Name names the daily reconciliation job in logs and metrics, by its
 // provider.
 func (r *BillReconciler) Name() string {
-	if r.Provider == model.ProviderAlipay {
+	if r.Provider == model.DefaultProvider {
 		return "reconciliation" // as it was named before WeChat Pay
 	}
 	return "reconciliation_" + string(r.Provider)
