@@ -171,31 +171,24 @@ func (ps Providers) BillAccounts(p model.Provider) []string {
 	return nil
 }
 
-// Bills is the adapter provider p's bills are fetched through: its first
-// account's first app's (a bill covers an account, not an app), as it is
-// when each bill is fetched (a reload may change its keys), with the
-// optional interfaces (BillKeeper) that adapter has.
+// Bills is what provider p's bills are fetched through: its first
+// account's first app's adapter (a bill covers an account, not an app),
+// as it is when each bill is fetched (a reload may change its keys). Its
+// optional interfaces (BillKeeper, BillPublisher) are found with
+// billOption.
 func (ps Providers) Bills(p model.Provider) Provider {
-	gw := ps[p]
-	if set, ok := gw.(*AppSet); ok {
-		if _, keeps := set.first().(BillKeeper); keeps {
-			return keepingSet{set}
-		}
-		return set
-	}
-	return gw
+	return ps[p]
 }
 
-// keepingSet is an AppSet whose default adapter is a BillKeeper: a
-// reload changes keys, never the adapter's kind.
-type keepingSet struct{ *AppSet }
-
-// CheckBillDay is the default adapter's.
-func (k keepingSet) CheckBillDay(day, now time.Time) error {
-	if bk, ok := k.first().(BillKeeper); ok {
-		return bk.CheckBillDay(day, now)
+// billOption is src as the optional interface T of a bill source
+// (BillKeeper, BillPublisher): an AppSet's is its default adapter's in
+// force, since the set itself has only a Provider's methods.
+func billOption[T any](src BillSource) (T, bool) {
+	if set, ok := src.(*AppSet); ok {
+		src = set.first()
 	}
-	return nil
+	t, ok := src.(T)
+	return t, ok
 }
 
 // The Provider methods of an AppSet are its default app's.

@@ -618,3 +618,39 @@ func TestReconcileDailyJobWaitsForALateBill(t *testing.T) {
 		}
 	})
 }
+
+// lateProvider is a provider adapter whose bill is published late
+// (service.BillPublisher).
+type lateProvider struct{ service.Provider }
+
+func (lateProvider) BillPublished() time.Duration { return 10 * time.Hour }
+
+// A provider's apps as serve wires them (an AppSet, which a reload swaps)
+// keep their default adapter's optional interfaces as a bill source,
+// before and after a swap: the daily job still waits for a late bill.
+func TestReconcileAppSetKeepsTheAdaptersOptions(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-SET", "6.00")
+		r.fake.AddPaidTrade("RC-SET", "2026113022001400000000000703", dec("6.00"), r.clock.Now())
+		app := service.App{Provider: model.ProviderAlipay, Account: rigSellerID, ID: rigAppID, Adapter: lateProvider{alipay.NewProvider(r.gw, "", "")}}
+		set := service.NewAppSet(app)
+		providers := service.Providers{model.ProviderAlipay: set}
+		rec := service.NewBillReconciler(store, providers.Bills(model.ProviderAlipay), r.payments, quietLog)
+		set.Swap(service.NewAppSet(app)) // a reload: another set of the same adapter kind
+		var now time.Time
+		rec.SetClock(func() time.Time { return now })
+		for _, c := range []struct {
+			at   string
+			want int
+		}{
+			{"2026-12-01 09:30:00", 0}, // At has come, the bill has not
+			{"2026-12-01 10:00:00", 1},
+		} {
+			now = bjTime(t, c.at)
+			if n, err := rec.RunOnce(ctx); err != nil || n != c.want {
+				t.Fatalf("at %s: %d runs, %v; want %d", c.at, n, err, c.want)
+			}
+		}
+	})
+}
