@@ -17,6 +17,8 @@ import (
 // 403 NOT_ENOUGH (anyone on the path could write it: the outcome is
 // unknown, and here the refund was made) is queried by out_refund_no
 // before anything is sent again, and found REFUNDED with one refund call.
+// A refund that never arrived is sent again only once a query says WeChat
+// Pay has no such refund, never after a query that went unanswered.
 // A refund the query finds ABNORMAL waits for an operator (REFUND_FAILED,
 // in the console's queue of failed refunds) and is never sent again.
 func TestWechatPayRefundAsksBeforeAgain(t *testing.T) {
@@ -72,6 +74,41 @@ func TestWechatPayRefundAsksBeforeAgain(t *testing.T) {
 			}
 			if n := r.wx.Calls("refund query") - queries; n < 1 {
 				t.Errorf("no refund query before deciding")
+			}
+		})
+		t.Run("DroppedThenAsked", func(t *testing.T) {
+			// The refund never reached WeChat Pay (a proxy's unsigned 502).
+			// The next round asks first, and the ask itself goes unanswered:
+			// nothing is sent. The round after learns there is no such
+			// refund, and only then sends it again.
+			f := refund("WXR-3", "4200002026113000000000000903")
+			calls, queries := r.wx.Calls("refund"), r.wx.Calls("refund query")
+			r.wx.DropNext("refund", 1)
+			if _, err := w.Execute(ctx); err != nil {
+				t.Fatal(err)
+			}
+			later()
+			r.wx.DropNext("refund query", 1)
+			if _, err := w.Execute(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := state(f.OutRequestNo); got.State != model.RefundRefunding {
+				t.Fatalf("after an unanswered query: %s %q, want REFUNDING", got.State, got.LastError)
+			}
+			if n := r.wx.Calls("refund") - calls; n != 1 {
+				t.Fatalf("%d refund calls, want 1: sent again though the query went unanswered", n)
+			}
+			for range 3 { // sent again (PROCESSING), then found SUCCESS
+				later()
+				if _, err := w.Execute(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := state(f.OutRequestNo); got.State != model.RefundRefunded {
+				t.Fatalf("after the query found nothing: %s %q, want REFUNDED", got.State, got.LastError)
+			}
+			if n, q := r.wx.Calls("refund")-calls, r.wx.Calls("refund query")-queries; n != 2 || q < 3 {
+				t.Errorf("%d refund calls and %d queries, want 2 refunds, each retry after a query", n, q)
 			}
 		})
 		t.Run("Abnormal", func(t *testing.T) {
