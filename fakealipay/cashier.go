@@ -76,7 +76,7 @@ func (s *Server) cashierOpen(w http.ResponseWriter, r *http.Request, c *call, f 
 		t, err = s.create(o)
 	}
 	if f.kind == faultTimeout {
-		s.wait(r.Context(), f.delay)
+		s.bg.Sleep(r.Context(), f.delay)
 	}
 	// A trade already paid or closed is shown as it is.
 	if err != nil && !errors.Is(err, errTradeHasSuccess) && !errors.Is(err, errTradeHasClose) {

@@ -60,7 +60,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &call{method: r.Form.Get("method"), form: r.Form, base: baseURL(r)}
-	f := s.arrive(c.method)
+	f := s.faults.Arrive(c.method)
 	if f.kind == faultDrop {
 		http.Error(w, "fakealipay: call dropped", http.StatusInternalServerError)
 		return
@@ -92,7 +92,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		answer = s.api(c)
 	}
 	if f.kind == faultTimeout {
-		s.wait(r.Context(), f.delay)
+		s.bg.Sleep(r.Context(), f.delay)
 	}
 	s.writeSigned(w, c.method, answer)
 }

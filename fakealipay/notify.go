@@ -135,33 +135,15 @@ func (s *Server) Resend(ctx context.Context, i int) error {
 }
 
 // WaitNotifications waits until every notification sent in the background
-// (those of refunds, sent after the call is answered) has settled.
-func (s *Server) WaitNotifications() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.inflight > 0 {
-		s.idle.Wait()
-	}
-}
+// (those of refunds, sent after the call is answered, and resends) has
+// settled.
+func (s *Server) WaitNotifications() { s.bg.Wait() }
 
 // notifyLater sends a notification in the background, as Alipay does
 // after answering a call: a service that handles the notification while
 // still inside the call must not deadlock the fake.
 func (s *Server) notifyLater(to string, form url.Values) {
-	s.mu.Lock()
-	s.inflight++
-	s.mu.Unlock()
-	go func() {
-		defer func() {
-			s.mu.Lock()
-			s.inflight--
-			if s.inflight == 0 {
-				s.idle.Broadcast()
-			}
-			s.mu.Unlock()
-		}()
-		s.notify(s.bg, to, form)
-	}()
+	s.bg.Go(func(ctx context.Context) { s.notify(ctx, to, form) })
 }
 
 // notify signs form and sends it to the trade's notify_url, subject to the
@@ -182,8 +164,14 @@ func (s *Server) notify(ctx context.Context, to string, form url.Values) {
 	case hold:
 		s.record(Notification{URL: to, Form: signed, Outcome: Held})
 	default:
+		acked := false
 		for range copies {
-			s.deliver(ctx, to, signed)
+			acked = s.deliver(ctx, to, signed).Outcome == Acknowledged || acked
+		}
+		if !acked {
+			s.bg.Resend(s.cfg.Resends, func(ctx context.Context) bool {
+				return s.deliver(ctx, to, signed).Outcome == Acknowledged
+			})
 		}
 	}
 }

@@ -3,7 +3,13 @@ package fakealipay_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
@@ -131,5 +137,34 @@ func TestNotificationUnreachable(t *testing.T) {
 	e.paid(t, "ORD-1", "10.00")
 	if n := e.fake.Notifications(); len(n) != 1 || n[0].Outcome != fakealipay.Unreachable {
 		t.Fatalf("notifications: %+v", n)
+	}
+}
+
+// With a resend schedule, a notification not answered "success" is sent
+// again on it, in the background, until it is (fake.Background, the
+// runner fakewechatpay's resends share); without one, never.
+func TestResendSchedule(t *testing.T) {
+	var mu sync.Mutex
+	refuse := 2
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse > 0 {
+			refuse--
+			io.WriteString(w, "fail")
+			return
+		}
+		io.WriteString(w, "success")
+	}))
+	t.Cleanup(svc.Close)
+	e := newEnv(t, func(c *fakealipay.Config) {
+		c.NotifyURL = svc.URL
+		c.Resends = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}
+	})
+	e.paid(t, "ORD-RESEND", "10.00")
+	e.fake.WaitNotifications()
+	want := []fakealipay.Outcome{fakealipay.Refused, fakealipay.Refused, fakealipay.Acknowledged}
+	if got := outcomes(e); !slices.Equal(got, want) {
+		t.Fatalf("outcomes %v, want %v (resent until acknowledged, then not again)", got, want)
 	}
 }

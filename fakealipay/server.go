@@ -13,7 +13,6 @@
 package fakealipay
 
 import (
-	"context"
 	"crypto/rsa"
 	"errors"
 	"fmt"
@@ -22,7 +21,12 @@ import (
 	"time"
 
 	"paynotify/alipay"
+	"paynotify/internal/fake"
 )
+
+// AlipayResends is Alipay's schedule of notification resends: 4m, 10m,
+// 10m, 1h, 2h, 6h, 15h after a delivery it got no "success" to.
+var AlipayResends = []time.Duration{4 * time.Minute, 10 * time.Minute, 10 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 15 * time.Hour}
 
 // Config says which merchant the fake serves and which keys it uses.
 type Config struct {
@@ -48,6 +52,10 @@ type Config struct {
 	// with its own public key, and a trade belongs to the app that opened
 	// it (its queries, closes and refunds must come from that app).
 	Apps []App
+	// Resends is the schedule of a notification's resends after a
+	// delivery not answered "success" (Alipay's is AlipayResends); nil
+	// or empty, none: a test resends with Resend.
+	Resends []time.Duration
 	// HTTPClient posts notifications; nil means one with a 5s timeout.
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
@@ -77,22 +85,19 @@ type Server struct {
 	client *http.Client
 	now    func() time.Time
 
-	// bg carries notifications sent in the background; Close cancels it.
-	bg   context.Context
-	stop context.CancelFunc
+	// bg sends notifications and resends after a call is answered;
+	// Close ends it. faults are the methods' queued misbehaviours.
+	bg     *fake.Background
+	faults fake.Faults[fault]
 
-	mu       sync.Mutex
-	idle     *sync.Cond        // broadcast when inflight drops to zero
-	byOut    map[string]*Trade // by out_trade_no
-	byNo     map[string]*Trade // by trade_no
-	calls    map[string]int
-	faults   map[string][]*fault
-	notes    []Notification
-	lose     bool
-	hold     bool
-	copies   int
-	inflight int // background notifications not yet settled
-	bill     billState
+	mu     sync.Mutex
+	byOut  map[string]*Trade // by out_trade_no
+	byNo   map[string]*Trade // by trade_no
+	notes  []Notification
+	lose   bool
+	hold   bool
+	copies int
+	bill   billState
 }
 
 // New checks cfg and returns a fake with no trades.
@@ -116,8 +121,7 @@ func New(cfg Config) (*Server, error) {
 		now:    cfg.Now,
 		byOut:  make(map[string]*Trade),
 		byNo:   make(map[string]*Trade),
-		calls:  make(map[string]int),
-		faults: make(map[string][]*fault),
+		bg:     fake.NewBackground(),
 	}
 	s.apps = map[string]*app{}
 	for i, a := range append([]App{{AppID: cfg.AppID, SellerID: cfg.SellerID, AppPublicKey: cfg.AppPublicKey}}, cfg.Apps...) {
@@ -138,8 +142,6 @@ func New(cfg Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.idle = sync.NewCond(&s.mu)
-	s.bg, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -161,7 +163,4 @@ func (s *Server) GatewayURL(base string) string { return base + "/gateway.do" }
 
 // Close stops notifications still being sent in the background and waits
 // for them. The fake keeps its trades and answers calls afterwards.
-func (s *Server) Close() {
-	s.stop()
-	s.WaitNotifications()
-}
+func (s *Server) Close() { s.bg.Close() }

@@ -36,7 +36,7 @@ func (s *Server) api(call string, h handler) http.HandlerFunc {
 		if err != nil {
 			return
 		}
-		f := s.arrive(call)
+		f := s.faults.Arrive(call)
 		if s.merchant != nil {
 			if why := s.verifyCall(r, body); why != "" {
 				s.reply(w, false)(fail(http.StatusUnauthorized, "SIGN_ERROR", why))
@@ -58,7 +58,7 @@ func (s *Server) api(call string, h handler) http.HandlerFunc {
 			status, out = fail(f.status, f.code, "fault injected by fakewechatpay")
 		}
 		if f.kind == faultTimeout {
-			s.wait(r.Context(), f.delay)
+			s.bg.Sleep(r.Context(), f.delay)
 		}
 		s.reply(w, f.kind == faultForge || f.kind == faultForgeFail)(status, out)
 	}

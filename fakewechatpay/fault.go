@@ -1,9 +1,6 @@
 package fakewechatpay
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // faultKind is what goes wrong with a call.
 type faultKind int
@@ -17,13 +14,12 @@ const (
 	faultForgeFail           // do the action, answer a failure with a bad signature
 )
 
-// fault is one queued misbehaviour, for the next left calls of a method.
+// fault is one misbehaviour queued for a call (fake.Faults).
 type fault struct {
 	kind   faultKind
 	status int    // faultFail
 	code   string // faultFail
 	delay  time.Duration
-	left   int
 }
 
 // Calls are named "pay", "query", "close", "refund", "refund query" and
@@ -33,25 +29,25 @@ type fault struct {
 // status with code (such as 500 "SYSTEM_ERROR", 400 "NOT_ENOUGH"),
 // without doing anything.
 func (s *Server) FailNext(call string, status int, code string, times int) {
-	s.queue(call, fault{kind: faultFail, status: status, code: code, left: times})
+	s.faults.Add(call, fault{kind: faultFail, status: status, code: code}, times)
 }
 
 // TimeoutNext makes the next times calls do their action and then wait d
 // (or until the caller hangs up) before answering.
 func (s *Server) TimeoutNext(call string, d time.Duration, times int) {
-	s.queue(call, fault{kind: faultTimeout, delay: d, left: times})
+	s.faults.Add(call, fault{kind: faultTimeout, delay: d}, times)
 }
 
 // DropNext makes the next times calls do nothing and answer HTTP 502 with
 // an unsigned HTML page, as a proxy in front of WeChat Pay would.
 func (s *Server) DropNext(call string, times int) {
-	s.queue(call, fault{kind: faultDrop, left: times})
+	s.faults.Add(call, fault{kind: faultDrop}, times)
 }
 
 // ForgeNext makes the next times calls do their action but answer with a
 // signature that does not verify: an answer the merchant must not trust.
 func (s *Server) ForgeNext(call string, times int) {
-	s.queue(call, fault{kind: faultForge, left: times})
+	s.faults.Add(call, fault{kind: faultForge}, times)
 }
 
 // ForgeFailNext makes the next times calls do their action but answer
@@ -59,49 +55,8 @@ func (s *Server) ForgeNext(call string, times int) {
 // does not verify: a failure anyone on the path could have written, so the
 // outcome is unknown to the merchant.
 func (s *Server) ForgeFailNext(call string, status int, code string, times int) {
-	s.queue(call, fault{kind: faultForgeFail, status: status, code: code, left: times})
+	s.faults.Add(call, fault{kind: faultForgeFail, status: status, code: code}, times)
 }
 
 // Calls counts the calls received so far, faulty ones included.
-func (s *Server) Calls(call string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[call]
-}
-
-// queue adds a fault after those already queued for call.
-func (s *Server) queue(call string, f fault) {
-	if f.left <= 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[call] = append(s.faults[call], &f)
-}
-
-// arrive counts a call and takes the fault it is to suffer.
-func (s *Server) arrive(call string) fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls[call]++
-	q := s.faults[call]
-	if len(q) == 0 {
-		return fault{}
-	}
-	f := *q[0]
-	if q[0].left--; q[0].left == 0 {
-		s.faults[call] = q[1:]
-	}
-	return f
-}
-
-// wait sleeps d, or less if the caller hangs up or the fake is closed.
-func (s *Server) wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-s.bg.Done():
-	}
-}
+func (s *Server) Calls(call string) int { return s.faults.Calls(call) }

@@ -155,13 +155,7 @@ func (s *Server) SendProbe(ctx context.Context, url string) (Notification, error
 
 // WaitNotifications waits until every notification sent in the
 // background (refunds', resends) has settled.
-func (s *Server) WaitNotifications() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.inflight > 0 {
-		s.idle.Wait()
-	}
-}
+func (s *Server) WaitNotifications() { s.bg.Wait() }
 
 // envelope is a notification's body.
 type envelope struct {
@@ -279,46 +273,17 @@ func (s *Server) notify(ctx context.Context, url, event, summary, originalType s
 
 // notifyLater sends a notification in the background.
 func (s *Server) notifyLater(url, event, summary, originalType string, res any) {
-	s.background(func() {
-		s.notify(s.bg, url, event, summary, originalType, res)
+	s.bg.Go(func(ctx context.Context) {
+		s.notify(ctx, url, event, summary, originalType, res)
 	})
 }
 
 // resendLater resends n on the schedule until a 2xx, in the background.
 func (s *Server) resendLater(n Notification) {
-	if len(s.resends) == 0 {
-		return
-	}
-	s.background(func() {
-		for _, d := range s.resends {
-			s.wait(s.bg, d)
-			if s.bg.Err() != nil {
-				return
-			}
-			n.Attempt++
-			if s.deliver(s.bg, n).Outcome == Acknowledged {
-				return
-			}
-		}
+	s.bg.Resend(s.resends, func(ctx context.Context) bool {
+		n.Attempt++
+		return s.deliver(ctx, n).Outcome == Acknowledged
 	})
-}
-
-// background runs f counted in inflight.
-func (s *Server) background(f func()) {
-	s.mu.Lock()
-	s.inflight++
-	s.mu.Unlock()
-	go func() {
-		defer func() {
-			s.mu.Lock()
-			s.inflight--
-			if s.inflight == 0 {
-				s.idle.Broadcast()
-			}
-			s.mu.Unlock()
-		}()
-		f()
-	}()
 }
 
 // deliver sends n and records the attempt.

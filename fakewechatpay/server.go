@@ -15,7 +15,6 @@
 package fakewechatpay
 
 import (
-	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rsa"
@@ -25,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"paynotify/internal/fake"
 	"paynotify/wechatpay"
 )
 
@@ -104,11 +104,12 @@ type Server struct {
 	now      func() time.Time
 	resends  []time.Duration
 
-	bg   context.Context
-	stop context.CancelFunc
+	// bg sends notifications and resends after a call is answered;
+	// faults are the calls' queued misbehaviours.
+	bg     *fake.Background
+	faults fake.Faults[fault]
 
 	mu    sync.Mutex
-	idle  *sync.Cond
 	byOut map[string]*Trade
 	// elsewhere holds paid transactions told of (AddPaidTrade) for an
 	// out_trade_no byOut already has: a second payment of one order, as
@@ -117,13 +118,10 @@ type Server struct {
 	byPrepay  map[string]*Trade
 	refunds   map[string]*Refund // by out_refund_no
 	settle    []wechatpay.RefundStatus
-	calls     map[string]int
-	faults    map[string][]*fault
 	notes     []Notification
 	lose      bool
 	hold      bool
 	copies    int
-	inflight  int
 	seq       int
 	bill      billState
 }
@@ -141,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, aead: aead, client: cfg.HTTPClient, now: cfg.Now, resends: cfg.Resends,
 		byOut: make(map[string]*Trade), byPrepay: make(map[string]*Trade), refunds: make(map[string]*Refund),
-		calls: make(map[string]int), faults: make(map[string][]*fault),
+		bg: fake.NewBackground(),
 	}
 	if cfg.PrivateKey != "" {
 		key, err := wechatpay.ParsePrivateKey(cfg.PrivateKey)
@@ -188,8 +186,6 @@ func New(cfg Config) (*Server, error) {
 			s.resends = append(s.resends, d/1000)
 		}
 	}
-	s.idle = sync.NewCond(&s.mu)
-	s.bg, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -212,7 +208,4 @@ func (s *Server) Handler() http.Handler {
 
 // Close stops notifications still being sent in the background (resends
 // included) and waits for them. The fake keeps its trades.
-func (s *Server) Close() {
-	s.stop()
-	s.WaitNotifications()
-}
+func (s *Server) Close() { s.bg.Close() }
