@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"paynotify/internal/rsakey"
 )
 
 // Every parse error below is a fixed phrase: keys are secrets (or look like
@@ -21,18 +23,16 @@ var (
 // decodeKey returns the DER inside a key written as PEM or as the bare
 // base64 the Alipay console shows.
 func decodeKey(s string) ([]byte, error) {
-	// Env files and secret stores often carry "\n" as two characters; neither
-	// PEM nor base64 ever contains a backslash, so undoing it is safe.
-	s = strings.TrimSpace(strings.ReplaceAll(s, `\n`, "\n"))
+	s = strings.TrimSpace(rsakey.Unescape(s))
 	if s == "" {
 		return nil, errors.New("empty")
 	}
 	if strings.HasPrefix(s, "-----BEGIN") {
-		block, _ := pem.Decode([]byte(s))
-		if block == nil {
+		blocks := rsakey.Blocks(s)
+		if len(blocks) == 0 {
 			return nil, errors.New("broken PEM")
 		}
-		return block.Bytes, nil
+		return blocks[0].Bytes, nil
 	}
 	der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
 	if err != nil {
@@ -48,18 +48,11 @@ func parsePrivateKey(s string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotPrivateKey, err)
 	}
-	if key, err := x509.ParsePKCS1PrivateKey(der); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKCS8PrivateKey(der)
+	key, err := rsakey.Private(der)
 	if err != nil {
-		return nil, errNotPrivateKey
+		return nil, rsakey.Wrap(errNotPrivateKey, err)
 	}
-	rsaKey, ok := key.(*rsa.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: holds a %T", errNotPrivateKey, key)
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // parsePublicKey reads an RSA public key, PKIX (what Alipay hands out) or,
@@ -69,18 +62,11 @@ func parsePublicKey(s string) (*rsa.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotPublicKey, err)
 	}
-	if key, err := x509.ParsePKCS1PublicKey(der); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKIXPublicKey(der)
+	key, err := rsakey.Public(der)
 	if err != nil {
-		return nil, errNotPublicKey
+		return nil, rsakey.Wrap(errNotPublicKey, err)
 	}
-	rsaKey, ok := key.(*rsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: holds a %T", errNotPublicKey, key)
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // parseCerts reads every certificate in a PEM bundle, in order. Alipay's
@@ -89,14 +75,8 @@ func parsePublicKey(s string) (*rsa.PublicKey, error) {
 // several roots, some (SM2) that Go cannot parse and are skipped here as
 // Alipay's SDKs skip them.
 func parseCerts(s string) ([]*x509.Certificate, error) {
-	rest := []byte(strings.ReplaceAll(s, `\n`, "\n"))
 	var certs []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for _, block := range rsakey.Blocks(s) {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}

@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"net/url"
 	"slices"
 	"strings"
+
+	"paynotify/internal/rsakey"
 )
 
 // Key errors are fixed phrases: they never quote what they were given.
@@ -20,44 +20,30 @@ var (
 	errNotPublicKey  = errors.New("not an RSA public key in PEM (PKIX or PKCS#1)")
 )
 
+// firstBlock is the DER of s's first PEM block, or nil.
+func firstBlock(s string) []byte {
+	if blocks := rsakey.Blocks(s); len(blocks) > 0 {
+		return blocks[0].Bytes
+	}
+	return nil
+}
+
 // parsePrivateKey reads an RSA private key in PEM.
 func parsePrivateKey(s string) (*rsa.PrivateKey, error) {
-	block, _ := pem.Decode([]byte(strings.TrimSpace(s)))
-	if block == nil {
-		return nil, errNotPrivateKey
-	}
-	if key, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	key, err := rsakey.Private(firstBlock(s))
 	if err != nil {
 		return nil, errNotPrivateKey
 	}
-	rsaKey, ok := key.(*rsa.PrivateKey)
-	if !ok {
-		return nil, errNotPrivateKey
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // parsePublicKey reads an RSA public key in PEM.
 func parsePublicKey(s string) (*rsa.PublicKey, error) {
-	block, _ := pem.Decode([]byte(strings.TrimSpace(s)))
-	if block == nil {
-		return nil, errNotPublicKey
-	}
-	if key, err := x509.ParsePKCS1PublicKey(block.Bytes); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	key, err := rsakey.Public(firstBlock(s))
 	if err != nil {
 		return nil, errNotPublicKey
 	}
-	rsaKey, ok := key.(*rsa.PublicKey)
-	if !ok {
-		return nil, errNotPublicKey
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // sign is RSA2 (SHA256withRSA, PKCS#1 v1.5) over data, base64-encoded: how

@@ -3,10 +3,10 @@ package wechatpay
 import (
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"strings"
+
+	"paynotify/internal/rsakey"
 )
 
 // Every parse error below is a fixed phrase: keys are secrets (or look like
@@ -17,64 +17,33 @@ var (
 	errNotCert       = errors.New("not a PEM certificate with an RSA key")
 )
 
-// pemBlocks returns the PEM blocks of s. Env files and secret stores often
-// carry "\n" as two characters; PEM never holds a backslash, so undoing it
-// is safe.
-func pemBlocks(s string) []*pem.Block {
-	rest := []byte(strings.TrimSpace(strings.ReplaceAll(s, `\n`, "\n")))
-	var blocks []*pem.Block
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			return blocks
-		}
-		blocks = append(blocks, b)
+// onlyBlock is the DER of s's one PEM block, or nil.
+func onlyBlock(s string) []byte {
+	blocks := rsakey.Blocks(s)
+	if len(blocks) != 1 {
+		return nil
 	}
+	return blocks[0].Bytes
 }
 
 // ParsePrivateKey reads an RSA private key in PEM: the merchant's
 // apiclient_key.pem (PKCS#8) or PKCS#1.
 func ParsePrivateKey(s string) (*rsa.PrivateKey, error) {
-	blocks := pemBlocks(s)
-	if len(blocks) != 1 {
-		return nil, errNotPrivateKey
-	}
-	der := blocks[0].Bytes
-	if key, err := x509.ParsePKCS1PrivateKey(der); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKCS8PrivateKey(der)
+	key, err := rsakey.Private(onlyBlock(s))
 	if err != nil {
-		return nil, errNotPrivateKey
+		return nil, rsakey.Wrap(errNotPrivateKey, err)
 	}
-	rsaKey, ok := key.(*rsa.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: holds a %T", errNotPrivateKey, key)
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // ParsePublicKey reads an RSA public key in PEM: the WeChat Pay public key
 // (pub_key.pem, PKIX) or PKCS#1.
 func ParsePublicKey(s string) (*rsa.PublicKey, error) {
-	blocks := pemBlocks(s)
-	if len(blocks) != 1 {
-		return nil, errNotPublicKey
-	}
-	der := blocks[0].Bytes
-	if key, err := x509.ParsePKCS1PublicKey(der); err == nil {
-		return key, nil
-	}
-	key, err := x509.ParsePKIXPublicKey(der)
+	key, err := rsakey.Public(onlyBlock(s))
 	if err != nil {
-		return nil, errNotPublicKey
+		return nil, rsakey.Wrap(errNotPublicKey, err)
 	}
-	rsaKey, ok := key.(*rsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: holds a %T", errNotPublicKey, key)
-	}
-	return rsaKey, nil
+	return key, nil
 }
 
 // ParseCertificates reads every certificate of a PEM file (a platform
@@ -82,7 +51,7 @@ func ParsePublicKey(s string) (*rsa.PublicKey, error) {
 // the SDK's verifier would panic on any other.
 func ParseCertificates(s string) ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate
-	for _, b := range pemBlocks(s) {
+	for _, b := range rsakey.Blocks(s) {
 		if b.Type != "CERTIFICATE" {
 			continue
 		}
