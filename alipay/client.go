@@ -5,10 +5,13 @@
 package alipay
 
 import (
+	"crypto/md5"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,10 +49,17 @@ type Config struct {
 	// AlipayPublicKey verifies Alipay in public-key mode.
 	AlipayPublicKey string
 	// AppCert, AlipayPublicCert and AlipayRootCert (PEM contents) are for
-	// certificate mode. AlipayPublicCert, if set, verifies notifications in
-	// place of AlipayPublicKey; AppCert and AlipayRootCert are loaded if set
-	// because outbound calls in certificate mode must name their serials.
+	// certificate mode. AlipayPublicCert, if set, is the current Alipay
+	// certificate (what an answer naming no alipay_cert_sn is checked
+	// with); AppCert and AlipayRootCert are loaded if set because outbound
+	// calls in certificate mode must name their serials.
 	AppCert, AlipayPublicCert, AlipayRootCert string
+	// OtherAlipayPublicCerts are Alipay certificates that verify too
+	// while Alipay renews its certificate (the old one, or the new one
+	// before it is current). AlipayPublicKey beside AlipayPublicCert
+	// verifies too, while the app moves from public-key mode to
+	// certificate mode.
+	OtherAlipayPublicCerts []string
 	// Production selects Alipay's production gateway; false is the sandbox.
 	Production bool
 	// SandboxGateway, if set and not Production, replaces the sandbox URL
@@ -64,9 +74,12 @@ type Config struct {
 // through smartwalle. It is safe for concurrent use.
 type Client struct {
 	sdk *smartwalle.Client
-	// alipayKey verifies notifications: Alipay's public key, or the key of
-	// its certificate. smartwalle holds it too, for its answers to our calls.
-	alipayKey  *sha256rsa.Verifier
+	// alipayKeys verify notifications: Alipay's public key, or the keys of
+	// its certificates, the current one first; bySN are the certificates'
+	// by their alipay_cert_sn. smartwalle holds them too, for its answers
+	// to our calls.
+	alipayKeys []*sha256rsa.Verifier
+	bySN       map[string]*sha256rsa.Verifier
 	appID      string
 	sellerID   string
 	production bool
@@ -86,7 +99,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.SellerID == "" {
 		return nil, fmt.Errorf("%s: empty", envSellerID)
 	}
-	if cfg.AlipayPublicKey == "" && cfg.AlipayPublicCert == "" {
+	if cfg.AlipayPublicKey == "" && cfg.AlipayPublicCert == "" || len(cfg.OtherAlipayPublicCerts) > 0 && cfg.AlipayPublicCert == "" {
 		return nil, fmt.Errorf("%s or %s: one is needed to verify Alipay", envAlipayPublicKey, envAlipayPublicCert)
 	}
 	priv, err := parsePrivateKey(cfg.AppPrivateKey)
@@ -110,7 +123,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAppPrivateKey)
 	}
 
-	alipayKey, err := loadVerifier(sdk, cfg)
+	keys, bySN, err := loadVerifiers(sdk, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +141,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.SandboxGateway != "" && !cfg.Production {
 		billFetch = netguard.AnyAddress
 	}
-	return &Client{sdk: sdk, alipayKey: alipayKey, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production, billFetch: billFetch}, nil
+	return &Client{sdk: sdk, alipayKeys: keys, bySN: bySN, appID: cfg.AppID, sellerID: cfg.SellerID, production: cfg.Production, billFetch: billFetch}, nil
 }
 
 // AppID is the app the client speaks for: the ledger's app.
@@ -141,47 +154,88 @@ func (c *Client) SellerID() string { return c.sellerID }
 // calls. Verify notifications with VerifyNotification, not with the SDK.
 func (c *Client) SDK() *smartwalle.Client { return c.sdk }
 
-// loadVerifier gives sdk the one key every notification is checked with:
-// Alipay's certificate if configured, else its public key. It returns that
-// key, prepared, for VerifyNotification.
-func loadVerifier(sdk *smartwalle.Client, cfg Config) (*sha256rsa.Verifier, error) {
+// loadVerifiers gives sdk the keys notifications are checked with and
+// returns them, prepared, for VerifyNotification, the current one first:
+// in public-key mode Alipay's public key; in certificate mode each
+// Alipay certificate's key (also by its alipay_cert_sn), and the public
+// key if one is configured beside them.
+func loadVerifiers(sdk *smartwalle.Client, cfg Config) ([]*sha256rsa.Verifier, map[string]*sha256rsa.Verifier, error) {
+	var keys []*sha256rsa.Verifier
+	bySN := map[string]*sha256rsa.Verifier{}
+	if cfg.AlipayPublicCert != "" {
+		// smartwalle checks an answer naming no SN with the certificate it
+		// loaded last: the current one goes last.
+		certs := append(slices.Clone(cfg.OtherAlipayPublicCerts), cfg.AlipayPublicCert)
+		loaded := make([]*sha256rsa.Verifier, len(certs))
+		for i, pemCerts := range certs {
+			name := envAlipayPublicCert
+			if i < len(certs)-1 {
+				name = fmt.Sprintf("%s (certificate %d)", envAlipayPublicCert, i+2)
+			}
+			v, sn, err := loadCert(sdk, name, pemCerts)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, dup := bySN[sn]; dup {
+				return nil, nil, fmt.Errorf("%s: the same certificate (alipay_cert_sn %s) listed twice", name, sn)
+			}
+			bySN[sn], loaded[i] = v, v
+		}
+		keys = append(loaded[len(loaded)-1:], loaded[:len(loaded)-1]...) // the current one first
+	}
+	if cfg.AlipayPublicKey == "" {
+		return keys, bySN, nil
+	}
+	pub, err := parsePublicKey(cfg.AlipayPublicKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
+	}
+	v, err := sha256rsa.New(pub)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
+	}
 	if cfg.AlipayPublicCert == "" {
-		pub, err := parsePublicKey(cfg.AlipayPublicKey)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
-		}
-		v, err := sha256rsa.New(pub)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", envAlipayPublicKey, err)
-		}
 		s, err := pemPKIX(pub)
 		if err == nil {
 			err = sdk.LoadAliPayPublicKey(s)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
+			return nil, nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicKey)
 		}
-		return v, nil
 	}
-	certs, err := parseCerts(cfg.AlipayPublicCert)
+	return append(keys, v), bySN, nil
+}
+
+// loadCert loads one Alipay certificate file into sdk and returns its
+// key, prepared, and its alipay_cert_sn.
+func loadCert(sdk *smartwalle.Client, name, pemCerts string) (*sha256rsa.Verifier, string, error) {
+	certs, err := parseCerts(pemCerts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envAlipayPublicCert, err)
+		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	// The file Alipay issues is a chain; its first certificate is Alipay's.
 	pub, ok := certs[0].PublicKey.(*rsa.PublicKey)
 	if !ok {
-		return nil, fmt.Errorf("%s: first certificate does not hold an RSA key", envAlipayPublicCert)
+		return nil, "", fmt.Errorf("%s: first certificate does not hold an RSA key", name)
 	}
 	// smartwalle returns nil without loading anything for a non-RSA
 	// certificate, hence the check above.
 	v, err := sha256rsa.New(pub)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envAlipayPublicCert, err)
+		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	if err := sdk.LoadAlipayCertPublicKey(pemCert(certs[0])); err != nil {
-		return nil, fmt.Errorf("%s: rejected by the Alipay SDK", envAlipayPublicCert)
+		return nil, "", fmt.Errorf("%s: rejected by the Alipay SDK", name)
 	}
-	return v, nil
+	return v, CertSN(certs[0]), nil
+}
+
+// CertSN is a certificate's serial as Alipay names it (alipay_cert_sn,
+// app_cert_sn): the MD5, in hex, of its issuer's name and its serial
+// number in decimal — smartwalle's and Alipay's SDKs' rule.
+func CertSN(cert *x509.Certificate) string {
+	sum := md5.Sum([]byte(cert.Issuer.String() + cert.SerialNumber.String()))
+	return hex.EncodeToString(sum[:])
 }
 
 // loadAppCert loads our own certificate, whose serial outbound calls carry.

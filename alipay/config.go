@@ -64,12 +64,22 @@ func readKeys(c config.Config, ac *Config) []error {
 
 	certMode := c.AppCertFile != "" || c.AlipayPublicCertFile != "" || c.AlipayRootCertFile != ""
 	if certMode {
+		// ALIPAY_PUBLIC_CERT_FILE may list several files (comma-separated):
+		// the current certificate's first, then those that verify too while
+		// Alipay renews its certificate.
+		var certFiles []string
+		for _, f := range strings.Split(c.AlipayPublicCertFile, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				certFiles = append(certFiles, f)
+			}
+		}
+		var others []string
 		for _, f := range []struct {
 			name, path string
 			dst        *string
 		}{
 			{"ALIPAY_APP_CERT_FILE", c.AppCertFile, &ac.AppCert},
-			{"ALIPAY_PUBLIC_CERT_FILE", c.AlipayPublicCertFile, &ac.AlipayPublicCert},
+			{"ALIPAY_PUBLIC_CERT_FILE", first(certFiles), &ac.AlipayPublicCert},
 			{"ALIPAY_ROOT_CERT_FILE", c.AlipayRootCertFile, &ac.AlipayRootCert},
 		} {
 			if f.path == "" {
@@ -83,9 +93,30 @@ func readKeys(c config.Config, ac *Config) []error {
 			}
 			*f.dst = string(b)
 		}
+		for i, path := range certFiles[min(1, len(certFiles)):] {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE (certificate %d): %w", i+2, err))
+				continue
+			}
+			if err := CheckCertificate(string(b)); err != nil {
+				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE (certificate %d) %s: %w", i+2, path, err))
+			}
+			others = append(others, string(b))
+		}
+		ac.OtherAlipayPublicCerts = others
 		if ac.AlipayPublicCert != "" {
 			if err := CheckCertificate(ac.AlipayPublicCert); err != nil {
 				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_CERT_FILE: %w", err))
+			}
+		}
+		// Alipay's public key beside the certificates verifies too, while
+		// the app moves to certificate mode.
+		if ac.AlipayPublicKey, err = config.ValueOrFile("ALIPAY_PUBLIC_KEY", c.AlipayPublicKey, c.AlipayPublicKeyFile); err != nil {
+			errs = append(errs, err)
+		} else if ac.AlipayPublicKey != "" {
+			if err := CheckPublicKey(ac.AlipayPublicKey); err != nil {
+				errs = append(errs, fmt.Errorf("ALIPAY_PUBLIC_KEY: %w", err))
 			}
 		}
 	} else {
@@ -98,6 +129,14 @@ func readKeys(c config.Config, ac *Config) []error {
 		}
 	}
 	return errs
+}
+
+// first is paths' first, or "".
+func first(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	return paths[0]
 }
 
 // sameKey compares two keys whatever their armour: PEM or bare base64.

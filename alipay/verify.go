@@ -71,9 +71,11 @@ func (c *Client) VerifyNotification(ctx context.Context, form url.Values) error 
 // verifySigned checks sig, RSA2 (SHA256withRSA, PKCS#1 v1.5), over form's
 // signed content by Alipay's rule, with Alipay's key.
 //
-// alipay_cert_sn is left out of the content, as smartwalle leaves it out:
-// notifications carry no SN, and the key loaded at start is the one to use
-// whatever SN a form names.
+// alipay_cert_sn is left out of the content, as smartwalle leaves it out.
+// In certificate mode a form naming it is checked with that certificate
+// only (an SN of none configured is refused); a form naming none, or any
+// form in public-key mode, with each key configured, the current first:
+// while Alipay renews its certificate both verify.
 //
 // With dropBlank, whitespace-only values go too, as Alipay's Java SDK
 // (StringUtils.isEmpty) leaves them out.
@@ -83,7 +85,20 @@ func (c *Client) verifySigned(form url.Values, sig []byte, dropBlank bool) error
 		return k == fieldCertSN || dropBlank && strings.TrimSpace(v) == ""
 	})
 	digest := sha256.Sum256(content)
-	return c.alipayKey.Verify(&digest, sig)
+	if sn := form.Get(fieldCertSN); sn != "" && len(c.bySN) > 0 {
+		v, ok := c.bySN[sn]
+		if !ok {
+			return fmt.Errorf("alipay_cert_sn %q is none of the Alipay certificates configured", model.Clip(sn))
+		}
+		return v.Verify(&digest, sig)
+	}
+	var err error
+	for _, v := range c.alipayKeys {
+		if err = v.Verify(&digest, sig); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // hasBlank reports whether some value is whitespace only (but not empty).

@@ -168,9 +168,9 @@ func (a Accounts) check() []string {
 				add("%s: private_key_file is required", at)
 			}
 			certMode := app.AppCertFile != "" || len(app.AlipayPublicCertFiles) > 0 || app.AlipayRootCertFile != ""
+			// alipay_public_key_file beside the certificates verifies too,
+			// while the app moves to certificate mode.
 			switch {
-			case certMode && app.AlipayPublicKeyFile != "":
-				add("%s: alipay_public_key_file or the certificates (app_cert_file, alipay_public_cert_files, alipay_root_cert_file), not both", at)
 			case certMode && (app.AppCertFile == "" || len(app.AlipayPublicCertFiles) == 0 || app.AlipayRootCertFile == ""):
 				add("%s: certificate mode needs app_cert_file, alipay_public_cert_files and alipay_root_cert_file", at)
 			case !certMode && app.AlipayPublicKeyFile == "":
@@ -272,9 +272,7 @@ func (a Accounts) AlipayAppEnv(i, j int) (c Config) {
 	c.SellerID, c.Production, c.AlipaySandboxGateway = acc.SellerID, acc.Production, acc.Gateway
 	c.AppID, c.AppPrivateKeyFile, c.AlipayPublicKeyFile = app.AppID, app.PrivateKeyFile, app.AlipayPublicKeyFile
 	c.AppCertFile, c.AlipayRootCertFile = app.AppCertFile, app.AlipayRootCertFile
-	if len(app.AlipayPublicCertFiles) > 0 {
-		c.AlipayPublicCertFile = app.AlipayPublicCertFiles[0]
-	}
+	c.AlipayPublicCertFile = strings.Join(app.AlipayPublicCertFiles, ",")
 	return c
 }
 
@@ -297,20 +295,13 @@ func (a Accounts) WeChatPayEnv() (w WeChatPay, ok bool) {
 }
 
 // Unsupported names what the file may say but this version does not take
-// yet (issue 24's later steps): more than one WeChat Pay merchant, several
-// Alipay public certificates, a WeChat Pay merchant certificate. Each is a
-// startup error rather than a configuration silently half-used. Any number
-// of Alipay sellers and apps, and every app's methods, are taken.
+// yet (issue 24's later steps): more than one WeChat Pay merchant, a
+// WeChat Pay merchant certificate. Each is a startup error rather than a
+// configuration silently half-used. Any number of Alipay sellers and
+// apps, several Alipay public certificates, and every app's methods, are
+// taken.
 func (a Accounts) Unsupported() []string {
 	var problems []string
-	for i, acc := range a.Alipay {
-		for j, app := range acc.Apps {
-			if len(app.AlipayPublicCertFiles) > 1 {
-				problems = append(problems, fmt.Sprintf("%s apps[%d] (app_id %q): alipay_public_cert_files: this version verifies with one certificate; list the current one",
-					a.Where("alipay", i, "seller_id", acc.SellerID), j, app.AppID))
-			}
-		}
-	}
 	for i, acc := range a.WeChatPay {
 		where := a.Where("wechatpay", i, "mchid", acc.MchID)
 		if acc.MerchantCertFile != "" {
