@@ -169,11 +169,9 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 type services struct {
 	payments *service.Payments
 	refunds  *service.Refunds
-	// recons reconcile each configured provider's bill, byProvider the
-	// same by provider for the admin routes and the console.
-	recons     []*service.BillReconciler
-	byProvider map[model.Provider]*service.BillReconciler
-	trades     *service.OpenTrades
+	// recons reconcile each configured provider account's bill.
+	recons service.Reconcilers
+	trades *service.OpenTrades
 	// checkout is nil when PUBLIC_URL is not set.
 	checkout *service.Checkout
 	locker   *lock.Redis
@@ -186,7 +184,7 @@ type services struct {
 // newServices makes the use cases of a and hooks their metrics to m.
 func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metrics) (*services, error) {
 	cfg, store := a.cfg, a.store
-	s := &services{byProvider: map[model.Provider]*service.BillReconciler{}}
+	s := &services{}
 	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"), service.DuplicateCache(cfg.NotifyDuplicateCache))
 	s.payments.OnUnmatched = func(p model.Payment) {
 		m.PaymentUnmatched(p)
@@ -205,15 +203,14 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	s.refunds.OnFinished = m.RefundFinished
 	m.Providers(providers.Names())
 	s.refunds.LeavePending = a.manualRefunds
-	// One reconciliation per provider: its own runs, its own daily job.
-	for _, p := range providers.Names() {
-		r := service.NewBillReconciler(store, providers.Bills(p), s.payments, log)
-		r.Provider, r.Accounts = p, providers.BillAccounts(p)
+	// One reconciliation per provider account: its own runs, its own
+	// daily job.
+	s.recons = service.NewReconcilers(store, providers, s.payments, log)
+	for _, r := range s.recons.All() {
 		r.Background = ctx // a run an admin asked for outlives its request, not the service
-		r.OnItem, r.OnFinished = m.Recon(p)
-		s.recons = append(s.recons, r)
-		s.byProvider[p] = r
+		r.OnItem, r.OnFinished = m.Recon(r.Provider, r.Account)
 	}
+	m.BillAccounts(s.recons.Accounts())
 	if cfg.PublicURL == "" {
 		log.Warn("pay endpoint disabled: PUBLIC_URL (where Alipay sends notifications) is not set")
 	} else {
@@ -246,7 +243,7 @@ func (s *services) jobs(log *slog.Logger, a app) []service.Job {
 	if at, on, _ := a.cfg.ReconTime(); len(s.recons) == 0 {
 		log.Info("no bill to reconcile: no provider is configured")
 	} else if on {
-		for _, r := range s.recons {
+		for _, r := range s.recons.All() {
 			r.At = at // WeChat Pay's not before its bill is published (service.BillPublisher)
 			jobs = append(jobs, r.Job())
 		}
@@ -293,14 +290,11 @@ func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *promethe
 		weChat = a.wechatpay
 	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
-	dashboard.Providers = nil // the overview shows the configured providers' runs
-	for _, r := range s.recons {
-		dashboard.Providers = append(dashboard.Providers, r.Provider)
-	}
+	dashboard.Accounts = s.recons.Accounts() // the overview shows the configured accounts' runs
 	var cons http.Handler
 	cdeps := console.Deps{
 		Log: log, Dashboard: dashboard, Queues: queues, Lookup: lookup, Sessions: service.NewSessions(store, cfg.ConsoleSessionTTL),
-		Refunds: s.refunds, BillReconcilers: s.byProvider, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
+		Refunds: s.refunds, BillReconcilers: s.recons, Operators: cfg.Operators, AdminToken: cfg.AdminToken, Metrics: m,
 		Webhooks: s.webhooks, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), PublicHost: publicHost(cfg.PublicURL),
 	}
 	if cdeps.Enabled() {
@@ -320,7 +314,7 @@ func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *promethe
 		Orders:          service.NewOrders(store),
 		Checkout:        s.checkout,
 		Refunds:         s.refunds,
-		BillReconcilers: s.byProvider,
+		BillReconcilers: s.recons,
 		JWTSecret:       []byte(cfg.APIJWTSecret),
 		AdminToken:      cfg.AdminToken,
 		Dashboard:       dashboard,

@@ -74,10 +74,10 @@ func TestGaleraJobsOnTwoNodes(t *testing.T) {
 
 	yesterday := time.Now().In(model.Beijing).AddDate(0, 0, -1).Format("2006-01-02")
 	waitFor(t, "yesterday reconciled", func() bool {
-		run, err := ti.store.ReconRun(context.Background(), model.ProviderAlipay, yesterday)
+		run, err := ti.store.ReconRun(context.Background(), model.BillAccount{Provider: model.ProviderAlipay}, yesterday)
 		return err == nil && run.State == model.ReconDone
 	})
-	run, err := ti.store.ReconRun(context.Background(), model.ProviderAlipay, yesterday)
+	run, err := ti.store.ReconRun(context.Background(), model.BillAccount{Provider: model.ProviderAlipay}, yesterday)
 	if err != nil || run.Attempts != 1 {
 		t.Fatalf("run of %s: %+v, %v; want one attempt", yesterday, run, err)
 	}

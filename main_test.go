@@ -368,7 +368,7 @@ func TestServeWechatpayOnly(t *testing.T) {
 	}
 	defer store.Close()
 	ctx := context.Background()
-	recon, attempt, err := store.ClaimRun(ctx, model.ProviderWechatpay, "2026-11-30", "test", time.Now(), time.Minute, nil)
+	recon, attempt, err := store.ClaimRun(ctx, model.BillAccount{Provider: model.ProviderWechatpay}, "2026-11-30", "test", time.Now(), time.Minute, nil)
 	if err == nil {
 		err = store.SaveItems(ctx, []model.ReconItem{{RunID: recon.ID, AttemptNo: attempt, Outcome: model.ReconUnmatched,
 			Ref: "4200000001202611300000000099", TradeNo: "4200000001202611300000000099"}})
@@ -435,7 +435,9 @@ func consoleResolvesWechatpay(t *testing.T, base string, store *dao.Store, runID
 		t.Fatalf("sign in: %d\n%s", code, body)
 	}
 	_, overview := fetch(http.MethodGet, "/console/", nil)
-	if !strings.Contains(overview, `WeChat Pay: <a href="/console/reconciliations/wechatpay/2026-11-30">`) || strings.Contains(overview, "Alipay:") {
+	// The run is from before runs were kept per account (account ''):
+	// the merchant's, the only one configured.
+	if !strings.Contains(overview, `WeChat Pay <code class="id">1230000109</code>: <a href="/console/reconciliations/wechatpay/2026-11-30?account=1230000109">`) || strings.Contains(overview, "Alipay") {
 		t.Errorf("overview of a WeChat Pay-only serve:\n%s", overview)
 	}
 	code, queue := fetch(http.MethodGet, "/console/queues/reconciliation", nil)
@@ -457,8 +459,8 @@ func consoleResolvesWechatpay(t *testing.T, base string, store *dao.Store, runID
 	}
 
 	_, metrics := fetch(http.MethodGet, "/metrics", nil)
-	if !strings.Contains(metrics, `paynotify_reconciliation_last_success_date{provider="wechatpay"} `) ||
-		strings.Contains(metrics, `paynotify_reconciliation_last_success_date{provider="alipay"}`) {
+	if !strings.Contains(metrics, `paynotify_reconciliation_last_success_date{account="1230000109",provider="wechatpay"} `) ||
+		strings.Contains(metrics, `paynotify_reconciliation_last_success_date{account="",provider="alipay"}`) {
 		t.Errorf("/metrics of a WeChat Pay-only serve:\n%s", metrics)
 	}
 }

@@ -20,17 +20,19 @@ import (
 	"paynotify/wechatpay"
 )
 
-const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-date yyyy-MM-dd]
-       paynotify reconcile -dev [-url URL] [-provider alipay|wechatpay] [-date yyyy-MM-dd]
+const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-account ID] [-date yyyy-MM-dd]
+       paynotify reconcile -dev [-url URL] [-provider alipay|wechatpay] [-account ID] [-date yyyy-MM-dd]
 
-Reconciles one Beijing day of the ledger against a provider's trade bill
-(default: yesterday in Beijing; every configured provider — Alipay, and
-WeChat Pay when WECHATPAY_* is set — unless -provider names one): fetches
+Reconciles one Beijing day of the ledger against a provider account's
+trade bill (default: yesterday in Beijing; every account of every
+configured provider — Alipay, and WeChat Pay when WECHATPAY_* is set or
+PROVIDERS_FILE lists it — unless -provider names one, and -account one of
+its accounts: an Alipay seller_id, a WeChat Pay mchid): fetches
 the bill, repairs what it proves we missed, records every difference,
 prints each run as JSON and exits 0 only when every run succeeded and left
 nothing unresolved — 1 when one failed, found differences, or another
 instance holds the date — so cron and CI can alert; 2 for a command line
-it cannot use (a bad -date, -provider or -url). Configuration comes from the
+it cannot use (a bad -date, -provider, -account or -url). Configuration comes from the
 environment, as for serve, which refuses the development keys.
 
 With -dev it reconciles in the running paynotify dev instead — its
@@ -51,6 +53,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	fs := newFlags("reconcile", reconcileUsage)
 	date := fs.String("date", "", "the Beijing day to reconcile, yyyy-MM-dd (default: yesterday)")
 	only := fs.String("provider", "", "alipay or wechatpay (default: every configured provider)")
+	account := fs.String("account", "", "the provider account: an Alipay seller_id, a WeChat Pay mchid (default: every account)")
 	inDev := fs.Bool("dev", false, "reconcile in the running paynotify dev, through its admin API (its keys, its fakes)")
 	devURL := fs.String("url", "", "with -dev: the running dev's base URL, as it printed it (default: the address in paynotify-dev.db.url, else HTTP_ADDR, else "+devDefaultAddr+")")
 	if err := parseFlags(fs, env, 0); err != nil {
@@ -68,6 +71,9 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if *only != "" && !slices.Contains(model.Providers(), model.Provider(*only)) {
 		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
 	}
+	if *account != "" && *only == "" {
+		return refuseUsage(fs, env, fmt.Errorf("-account %q: name its provider with -provider", model.Clip(*account)))
+	}
 	if *devURL != "" && !*inDev {
 		return refuseUsage(fs, env, errors.New("-url is the running dev's address: it goes with -dev"))
 	}
@@ -81,7 +87,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		if base == "" {
 			base = devBaseURL(env.environ)
 		}
-		return reconcileInDev(ctx, env, base, *only, *date)
+		return reconcileInDev(ctx, env, base, *only, *account, *date)
 	}
 	// The providers configured, as serve reads them.
 	cfg, pc, err := loadConfig(env.environ)
@@ -91,8 +97,6 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	log := newLogger(env.stderr, cfg.LogLevel, true)
 	providers := service.Providers{}
 	if pc.alipayOn {
-		// A bill covers a seller: the first seller's, through its first
-		// app, until runs are kept per account.
 		apps, err := alipayApps(pc.alipay)
 		if err != nil {
 			return err
@@ -110,12 +114,10 @@ func reconcileCmd(ctx context.Context, env environment) error {
 			return err
 		}
 	}
-	names := providers.Names()
 	if *only != "" {
 		if _, ok := providers[model.Provider(*only)]; !ok {
 			return fmt.Errorf("reconcile: -provider %s: %s is not configured (its variables are not set)", *only, *only)
 		}
-		names = []model.Provider{model.Provider(*only)}
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns})
 	if err != nil {
@@ -125,14 +127,23 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
-	payments := service.NewPayments(store)
+	recons := service.NewReconcilers(store, providers, service.NewPayments(store), log)
+	runs := recons.All()
+	if *only != "" {
+		runs = recons[model.Provider(*only)]
+	}
+	if *account != "" {
+		r, err := recons.Of(model.Provider(*only), *account)
+		if err != nil {
+			return refuseUsage(fs, env, fmt.Errorf("-account: %w", err))
+		}
+		runs = []*service.BillReconciler{r}
+	}
 	var errs []error
 	ran := 0
-	for _, p := range names {
-		recon := service.NewBillReconciler(store, providers.Bills(p), payments, log)
-		recon.Accounts = providers.BillAccounts(p)
-		recon.Provider = p
-		if _, err := recon.CheckDate(*date); err != nil && *only == "" && len(names) > 1 {
+	for _, recon := range runs {
+		p := recon.Of()
+		if _, err := recon.CheckDate(*date); err != nil && *only == "" && len(runs) > 1 {
 			// Every provider was asked for, and this one has no bill of
 			// the day (WeChat Pay keeps three months): the others' runs
 			// decide the exit status.
@@ -179,9 +190,9 @@ func reportView(env environment, v handler.RunView) error {
 }
 
 // reconcileInDev asks the dev running at base to reconcile date for
-// provider (or both), through its admin API, and reports each run as
-// reconcile does.
-func reconcileInDev(ctx context.Context, env environment, base, provider, date string) error {
+// provider (or both) — for account, or the provider's only one — through
+// its admin API, and reports each run as reconcile does.
+func reconcileInDev(ctx context.Context, env environment, base, provider, account, date string) error {
 	token := envValue(env.environ, "ADMIN_TOKEN")
 	if token == "" {
 		token = devAdminToken
@@ -193,7 +204,11 @@ func reconcileInDev(ctx context.Context, env environment, base, provider, date s
 	client := &http.Client{Timeout: 2 * time.Minute}
 	var errs []error
 	for _, p := range names {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/reconciliations/"+string(p)+"/"+date+"/run", nil)
+		target := base + "/admin/reconciliations/" + string(p) + "/" + date + "/run"
+		if account != "" {
+			target += "?account=" + url.QueryEscape(account)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, nil)
 		if err != nil {
 			return err
 		}

@@ -133,7 +133,7 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 		t.Fatalf("-provider wechatpay, four months back: exit %d (%s), runs %+v", code, msg, runs)
 	}
 	if runs, code, msg = reconcile(t, bothEnv, "-date", old); code != 0 || len(runs) != 1 || runs[model.ProviderAlipay].State != model.ReconDone ||
-		!strings.Contains(msg, "wechatpay skipped: invalid request: WeChat Pay keeps trade bills for 3 months") {
+		!strings.Contains(msg, "wechatpay 1900000042 skipped: invalid request: WeChat Pay keeps trade bills for 3 months") {
 		t.Fatalf("every provider, four months back: exit %d (%s), runs %+v", code, msg, runs)
 	}
 

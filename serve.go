@@ -13,6 +13,7 @@ import (
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/internal/asynclog"
+	"paynotify/model"
 	"paynotify/service"
 	"paynotify/wechatpay"
 )
@@ -186,7 +187,27 @@ func consumeCmd(ctx context.Context, env environment) error {
 	defer b.Close()
 	// Consume says "consumer running" once it consumes: not before NATS
 	// answers.
-	return b.Consume(ctx, accountingDurable, service.AccountingEvents, service.NewAccounting(store).Book)
+	acct := service.NewAccounting(store)
+	acct.First = firstAccounts(cfg)
+	return b.Consume(ctx, accountingDurable, service.AccountingEvents, acct.Book)
+}
+
+// firstAccounts are each provider's first account, as cfg names it
+// (PROVIDERS_FILE's first seller and merchant, or ALIPAY_SELLER_ID and
+// WECHATPAY_MCHID): the journal books its money to the provider's
+// clearing account itself, another account's to a sub-account.
+func firstAccounts(cfg config.Config) map[model.Provider]string {
+	if a := cfg.Accounts; a != nil {
+		first := map[model.Provider]string{}
+		if len(a.Alipay) > 0 {
+			first[model.ProviderAlipay] = a.Alipay[0].SellerID
+		}
+		if len(a.WeChatPay) > 0 {
+			first[model.ProviderWechatpay] = a.WeChatPay[0].MchID
+		}
+		return first
+	}
+	return map[model.Provider]string{model.ProviderAlipay: cfg.SellerID, model.ProviderWechatpay: cfg.WeChatPay.MchID}
 }
 
 // publicHost is the host of PUBLIC_URL, or "".

@@ -58,7 +58,7 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 	g.Go(func() error { return service.RunJobs(gctx, log, m.JobRound, jobs...) })
 	if b != nil && consume {
 		acct := service.NewAccounting(store)
-		acct.OnBooked = m.Booked
+		acct.OnBooked, acct.First = m.Booked, firstAccounts(cfg)
 		g.Go(func() error {
 			if err := b.Consume(gctx, accountingDurable, service.AccountingEvents, acct.Book); err != nil {
 				log.Error("accounting consumer stopped", "err", err)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"paynotify/metrics"
-	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -39,10 +38,10 @@ type Deps struct {
 	Sessions  *service.Sessions
 	// Refunds does the refund actions; without it they are not offered.
 	Refunds *service.Refunds
-	// BillReconcilers resolve reconciliation items, each its provider's
-	// (the configured ones); without any the resolve action is not
-	// offered, and an item of a provider not among them is refused.
-	BillReconcilers map[model.Provider]*service.BillReconciler
+	// BillReconcilers resolve reconciliation items, each its provider
+	// account's (the configured ones); without any the resolve action is
+	// not offered, and an item of a provider not among them is refused.
+	BillReconcilers service.Reconcilers
 	// Webhooks manages the webhook endpoints; without it the webhook
 	// pages are not served.
 	Webhooks *service.Webhooks

@@ -92,12 +92,15 @@ func only(names ...string) func(*console.Deps) {
 // reconcilers resolve items, and the overview shows their runs.
 func configured(providers ...model.Provider) func(*console.Deps) {
 	return func(d *console.Deps) {
-		chosen := map[model.Provider]*service.BillReconciler{}
+		chosen := service.Reconcilers{}
 		for _, p := range providers {
 			chosen[p] = d.BillReconcilers[p]
 		}
 		d.BillReconcilers = chosen
-		d.Dashboard.Providers = providers
+		d.Dashboard.Accounts = nil
+		for _, p := range providers {
+			d.Dashboard.Accounts = append(d.Dashboard.Accounts, model.BillAccount{Provider: p})
+		}
 	}
 }
 
@@ -110,13 +113,13 @@ func newEnv(tb testing.TB, store *dao.Store, opts ...func(*console.Deps)) *env {
 	e.refunds = service.NewRefunds(store, nil, log)
 	d := console.Deps{
 		Log: log, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store), Sessions: service.NewSessions(store, time.Hour), Refunds: e.refunds,
-		BillReconcilers: map[model.Provider]*service.BillReconciler{},
+		BillReconcilers: service.Reconcilers{},
 		Operators:       operatorHashes(tb), Metrics: e.metrics, Now: e.clock.now,
 	}
 	for _, p := range model.Providers() {
 		r := service.NewBillReconciler(store, nil, e.payments, log)
 		r.Provider = p
-		d.BillReconcilers[p] = r
+		d.BillReconcilers[p] = []*service.BillReconciler{r}
 	}
 	for _, o := range opts {
 		o(&d)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -23,8 +24,9 @@ type reconQueueData struct {
 	Count     int64
 	Page      int
 	HasNext   bool
-	// Resolves are the providers whose items this console resolves.
-	Resolves map[model.Provider]*service.BillReconciler
+	// Resolves are the provider accounts whose items this console
+	// resolves and whose days it runs.
+	Resolves service.Reconcilers
 }
 
 // reconQueue shows the latest reconciliation runs and the items they
@@ -42,6 +44,9 @@ func (c *Console) reconQueue(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.fail(w, r, err)
 		return
+	}
+	for i := range runs {
+		runs[i] = c.d.BillReconcilers.Own(runs[i])
 	}
 	rows, n, err := c.d.Queues.ReconQueue(r.Context(), outcome, open, pageNo)
 	if err != nil {
@@ -67,10 +72,14 @@ func (c *Console) resolveItem(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	rec := c.d.BillReconcilers[row.Provider]
-	if rec == nil {
+	rec, err := c.reconOf(row.Provider, row.Account)
+	if err != nil {
+		whose := row.Provider.Name()
+		if row.Account != "" {
+			whose += " account " + row.Account
+		}
 		c.fail(w, r, fmt.Errorf("%w: item %d is %s's; resolve it on an instance configured for %s",
-			model.ErrProviderOff, id, row.Provider.Name(), row.Provider.Name()))
+			model.ErrProviderOff, id, whose, whose))
 		return
 	}
 	_, err = rec.ResolveItemAs(r.Context(), act(r), id)
@@ -85,12 +94,14 @@ type reconRunData struct {
 	// Total is how many items the run has (of Outcome if set); Rows holds
 	// at most service.ReconRunPageSize of them.
 	Total int
-	// Resolves are the providers whose items this console resolves.
-	Resolves map[model.Provider]*service.BillReconciler
+	// Resolves are the provider accounts whose items this console
+	// resolves.
+	Resolves service.Reconcilers
 }
 
-// reconRun shows one provider's run of one date: what the bill and our
-// ledger said, its attempts, and its items (of one outcome if asked).
+// reconRun shows one provider account's run of one date (?account=ID:
+// the provider's only account without it): what the bill and our ledger
+// said, its attempts, and its items (of one outcome if asked).
 func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
 	provider, err := model.ParseProvider(r.PathValue("provider"))
 	if err != nil {
@@ -107,10 +118,17 @@ func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
 		c.status(w, r, http.StatusBadRequest, "Unknown reconciliation outcome.")
 		return
 	}
-	p, err := c.d.Queues.ReconRun(r.Context(), provider, date, outcome)
+	account := model.BillAccount{Provider: provider, Account: r.URL.Query().Get("account")}
+	if rec, err := c.reconOf(provider, account.Account); err == nil {
+		account = rec.Of() // the first account's runs from before accounts too
+	}
+	p, err := c.d.Queues.ReconRun(r.Context(), account, date, outcome)
 	if errors.Is(err, model.ErrRunNotFound) {
 		c.status(w, r, http.StatusNotFound, provider.Name()+"'s bill of "+date+" has not been reconciled: there is no run of that date.")
 		return
+	}
+	if err == nil {
+		p.Run = c.d.BillReconcilers.Own(p.Run)
 	}
 	if err != nil {
 		c.failAbout(w, r, err, Prefix+"/queues/reconciliation", "the reconciliation runs")
@@ -126,14 +144,19 @@ func (c *Console) reconRun(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "reconrun", d)
 }
 
-// runDay reconciles one provider's day now, as the daily job would, with
-// the operator's ask in admin_audit: back to the run's page, which shows
-// how it ended (or that it is still running, for a big day).
+// runDay reconciles one provider account's day now (?account=ID: the
+// provider's only account without it), as the daily job would, with the
+// operator's ask in admin_audit: back to the run's page, which shows how
+// it ended (or that it is still running, for a big day).
 func (c *Console) runDay(w http.ResponseWriter, r *http.Request) {
 	provider, err := model.ParseProvider(r.PathValue("provider"))
-	rec := c.d.BillReconcilers[provider]
-	if err != nil || rec == nil {
+	if err != nil || c.d.BillReconcilers[provider] == nil {
 		c.status(w, r, http.StatusNotFound, "No such provider here: this instance reconciles "+c.reconNames()+".")
+		return
+	}
+	rec, err := c.d.BillReconcilers.Of(provider, r.URL.Query().Get("account"))
+	if err != nil {
+		c.status(w, r, http.StatusBadRequest, "Which account? "+strings.TrimPrefix(err.Error(), model.ErrInvalidRequest.Error()+": "))
 		return
 	}
 	date := r.PathValue("date")
@@ -152,7 +175,16 @@ func (c *Console) runDay(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		date = run.BillDate
 	}
-	c.done(w, r, err, runLink(provider, date), flash)
+	c.done(w, r, err, runLink(provider, rec.Account, date), flash)
+}
+
+// reconOf is provider's reconciler of account: "" is a run's from before
+// runs were kept per account, the provider's first account's.
+func (c *Console) reconOf(provider model.Provider, account string) (*service.BillReconciler, error) {
+	if all := c.d.BillReconcilers[provider]; account == "" && len(all) > 0 {
+		return all[0], nil
+	}
+	return c.d.BillReconcilers.Of(provider, account)
 }
 
 // reconNames names the providers this console reconciles.
@@ -169,18 +201,41 @@ func (c *Console) reconNames() string {
 	return strings.Join(names, " and ") + " bills"
 }
 
-// runLink is the console page of provider's run of date.
-func runLink(provider model.Provider, date string) string {
-	return Prefix + "/reconciliations/" + pathEscape(string(provider)) + "/" + pathEscape(date)
+// runLink is the console page of provider account's run of date.
+func runLink(provider model.Provider, account, date string) string {
+	link := Prefix + "/reconciliations/" + pathEscape(string(provider)) + "/" + pathEscape(date)
+	if account != "" {
+		link += "?account=" + url.QueryEscape(account)
+	}
+	return link
+}
+
+// outcomeLink is runLink showing the items of one outcome.
+func outcomeLink(provider model.Provider, account, date string, o model.ReconOutcome) string {
+	link := runLink(provider, account, date)
+	if account != "" {
+		return link + "&outcome=" + url.QueryEscape(string(o))
+	}
+	return link + "?outcome=" + url.QueryEscape(string(o))
+}
+
+// runDayLink is where the form that runs r's day of date posts.
+func runDayLink(r *service.BillReconciler, date string) string {
+	link := Prefix + "/reconciliations/" + pathEscape(string(r.Provider)) + "/" + pathEscape(date) + "/run"
+	if r.Account != "" {
+		link += "?account=" + url.QueryEscape(r.Account)
+	}
+	return link
 }
 
 // targetRun is the page of the run an audit row's target names
-// ("wechatpay/2026-11-30"); rows written before the target named its
-// provider lead to the runs' list.
+// ("wechatpay/2026-11-30", "wechatpay/2026-11-30/1900012345"); rows
+// written before the target named its provider lead to the runs' list.
 func targetRun(id string) string {
-	provider, date, ok := strings.Cut(id, "/")
+	provider, rest, ok := strings.Cut(id, "/")
 	if !ok {
 		return Prefix + "/queues/reconciliation?all=1"
 	}
-	return runLink(model.Provider(provider), date)
+	date, account, _ := strings.Cut(rest, "/")
+	return runLink(model.Provider(provider), account, date)
 }

@@ -81,7 +81,7 @@ func reconRun(tb testing.TB, store *dao.Store, date string, items ...model.Recon
 func providerRun(tb testing.TB, store *dao.Store, provider model.Provider, date string, items ...model.ReconItem) model.ReconRun {
 	tb.Helper()
 	ctx := tb.Context()
-	run, attempt, err := store.ClaimRun(ctx, provider, date, "test", time.Now(), time.Minute, nil)
+	run, attempt, err := store.ClaimRun(ctx, model.BillAccount{Provider: provider}, date, "test", time.Now(), time.Minute, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func providerRun(tb testing.TB, store *dao.Store, provider model.Provider, date 
 	if err := store.FinishRun(ctx, run.ID, "test", attempt, dao.RunResult{State: model.ReconDone, Items: len(items)}, time.Now()); err != nil {
 		tb.Fatal(err)
 	}
-	run, err = store.ReconRun(ctx, provider, date)
+	run, err = store.ReconRun(ctx, model.BillAccount{Provider: provider}, date)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestReconQueue(t *testing.T) {
 
 func reconRunID(tb testing.TB, store *dao.Store, date string) int64 {
 	tb.Helper()
-	run, err := store.ReconRun(tb.Context(), model.ProviderAlipay, date)
+	run, err := store.ReconRun(tb.Context(), model.BillAccount{Provider: model.ProviderAlipay}, date)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestReconQueueByProvider(t *testing.T) {
 		e := newEnv(t, store)
 		ctx := t.Context()
 		reconRun(t, store, "2026-11-29")
-		run, attempt, err := store.ClaimRun(ctx, model.ProviderWechatpay, "2026-11-30", "test", time.Now(), time.Minute, nil)
+		run, attempt, err := store.ClaimRun(ctx, model.BillAccount{Provider: model.ProviderWechatpay}, "2026-11-30", "test", time.Now(), time.Minute, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +432,7 @@ func TestRunThisDay(t *testing.T) {
 				return nil, model.ErrNoBill
 			}), service.NewPayments(store), d.Log)
 			r.Provider = model.ProviderWechatpay
-			d.BillReconcilers = map[model.Provider]*service.BillReconciler{model.ProviderWechatpay: r}
+			d.BillReconcilers = service.Reconcilers{model.ProviderWechatpay: {r}}
 		}
 		e := newEnv(t, store, noBusiness)
 		c := e.signedIn(t, "alice")
@@ -441,11 +441,11 @@ func TestRunThisDay(t *testing.T) {
 		path := "/console/reconciliations/wechatpay/2026-11-30/run"
 		form := url.Values{"csrf": {c.csrf(t)}, "key": {field(t, keyField, page.body)}, "date": {"2026-11-30"}}
 		refused(t, e, c, path, form)
-		if _, err := store.ReconRun(t.Context(), model.ProviderWechatpay, "2026-11-30"); err == nil {
+		if _, err := store.ReconRun(t.Context(), model.BillAccount{Provider: model.ProviderWechatpay}, "2026-11-30"); err == nil {
 			t.Fatal("a refused post ran the day")
 		}
 		postTwice(t, c, path, form, "/console/reconciliations/wechatpay/2026-11-30")
-		run, err := store.ReconRun(t.Context(), model.ProviderWechatpay, "2026-11-30")
+		run, err := store.ReconRun(t.Context(), model.BillAccount{Provider: model.ProviderWechatpay}, "2026-11-30")
 		if err != nil || run.State != model.ReconDone || run.Attempts != 1 {
 			t.Fatalf("the run: %+v %v, want DONE after one attempt", run, err)
 		}

@@ -61,6 +61,8 @@ var funcs = template.FuncMap{
 	"orderLink":     orderLink,
 	"payLink":       payLink,
 	"runLink":       runLink,
+	"runDayLink":    runDayLink,
+	"outcomeLink":   outcomeLink,
 	"words":         words,
 	"targetRun":     targetRun,
 	"providerName":  model.Provider.Name,

@@ -286,6 +286,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	var recs []struct {
 		Item         itemRecord `gorm:"embedded"`
 		Provider     string
+		Account      string
 		BillDate     string
 		PaymentState *string
 	}
@@ -294,7 +295,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 	}
 	out := make([]model.ReconRow, len(recs))
 	for i, r := range recs {
-		out[i] = model.ReconRow{ReconItem: r.Item.item(), Provider: model.Provider(r.Provider), BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
+		out[i] = model.ReconRow{ReconItem: r.Item.item(), Provider: model.Provider(r.Provider), Account: r.Account, BillDate: r.BillDate, CreateTime: r.Item.CreateTime}
 		if r.PaymentState != nil {
 			out[i].PaymentState = model.PaymentState(*r.PaymentState)
 		}
@@ -303,7 +304,7 @@ func (s *Store) reconRows(q *gorm.DB) ([]model.ReconRow, error) {
 }
 
 func (s *Store) reconItems(ctx context.Context) *gorm.DB {
-	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.provider, r.bill_date, p.state AS payment_state").
+	return s.db.WithContext(ctx).Table(itemTable + " AS i").Select("i.*, r.provider, r.account, r.bill_date, p.state AS payment_state").
 		Joins("JOIN " + runTable + " r ON r.id = i.run_id").
 		Joins("LEFT JOIN oms_order_payment p ON p.provider = r.provider AND p.trade_no = i.trade_no AND i.trade_no <> ''")
 }
@@ -372,11 +373,11 @@ func (s *Store) ReconQueue(ctx context.Context) (model.QueueCount, error) {
 	return s.queueCount(ctx, itemTable, needsLook(""), model.ReconRepaired)
 }
 
-// ReconQueueOf counts the items ReconQueue does of provider p's runs.
-func (s *Store) ReconQueueOf(ctx context.Context, p model.Provider) (int64, error) {
+// ReconQueueOf counts the items ReconQueue does of a's runs.
+func (s *Store) ReconQueueOf(ctx context.Context, a model.BillAccount) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Table(itemTable+" AS i").Joins("JOIN "+runTable+" AS r ON r.id = i.run_id").
-		Where("r.provider = ? AND "+needsLook("i."), p, model.ReconRepaired).Count(&n).Error
+	err := runsOf(s.db.WithContext(ctx).Table(itemTable+" AS i").Joins("JOIN "+runTable+" AS r ON r.id = i.run_id"), "r.", a).
+		Where(needsLook("i."), model.ReconRepaired).Count(&n).Error
 	return n, mapErr(err)
 }
 

@@ -25,6 +25,7 @@ const (
 type runRecord struct {
 	ID                  int64 `gorm:"primaryKey"`
 	Provider            string
+	Account             string
 	BillDate            string
 	State               string
 	Attempts            int
@@ -54,7 +55,7 @@ func (runRecord) TableName() string { return runTable }
 
 func (r runRecord) run() model.ReconRun {
 	return model.ReconRun{
-		ID: r.ID, Provider: model.Provider(r.Provider), BillDate: r.BillDate, State: model.ReconState(r.State),
+		ID: r.ID, Provider: model.Provider(r.Provider), Account: r.Account, BillDate: r.BillDate, State: model.ReconState(r.State),
 		Attempts: r.Attempts, Owner: r.Owner, LeaseUntil: r.LeaseUntil, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Error: r.Error,
 		Bill: model.BillTotals{Payments: r.BillPayments, PaymentReceived: r.BillPaymentAmount, Refunds: r.BillRefunds,
@@ -109,7 +110,12 @@ func (r itemRecord) item() model.ReconItem {
 	}
 }
 
-// ClaimRun claims the run of (provider, billDate) for owner until
+// runsOf limits a query of recon_run (alias "r." or "") to o's runs.
+func runsOf(db *gorm.DB, alias string, o model.BillAccount) *gorm.DB {
+	return db.Where(alias+"provider = ? AND "+alias+"account IN ?", o.Provider, o.RunAccounts())
+}
+
+// ClaimRun claims o's run of billDate for owner until
 // now+lease — creating it if absent — unless another owner holds it with a
 // lease not yet ended (model.ErrRunBusy). The claim is a compare-and-set
 // on state and lease, so of two instances at once exactly one gets it. It
@@ -117,20 +123,33 @@ func (r itemRecord) item() model.ReconItem {
 // and the attempt's number. An operator's ask (audit, nil for the daily
 // job) is written to admin_audit in the claim's transaction: a run that
 // was not claimed records nothing.
-func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate, owner string, now time.Time, lease time.Duration,
+func (s *Store) ClaimRun(ctx context.Context, o model.BillAccount, billDate, owner string, now time.Time, lease time.Duration,
 	audit *model.Audit) (model.ReconRun, int, error) {
 	var run model.ReconRun
+	provider, account := o.Provider, o.Account
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		now := now.UTC()
-		if _, err := tx.insertOrKeep(ctx, runTable, []string{"provider", "bill_date"}, map[string]any{
-			"provider": provider, "bill_date": billDate, "state": model.ReconFailed, "lease_until": now,
+		if o.Legacy && account != "" {
+			// The date's run from before runs were kept per account is
+			// this account's, and so are the bill lines it matched: they
+			// become so (of two claims at once, one moves them, the other
+			// finds them moved).
+			for _, table := range []string{runTable, seenTable} {
+				if err := tx.db.WithContext(ctx).Table(table).Where("provider = ? AND account = '' AND bill_date = ?", provider, billDate).
+					Update("account", account).Error; err != nil {
+					return mapErr(err)
+				}
+			}
+		}
+		if _, err := tx.insertOrKeep(ctx, runTable, []string{"provider", "account", "bill_date"}, map[string]any{
+			"provider": provider, "account": account, "bill_date": billDate, "state": model.ReconFailed, "lease_until": now,
 			"create_time": now, "update_time": now,
 		}); err != nil {
 			return err
 		}
 		res := tx.db.WithContext(ctx).Table(runTable).
-			Where("provider = ? AND bill_date = ? AND (state <> ? OR lease_until < ?) AND seen_purge = ''",
-				provider, billDate, model.ReconRunning, now).
+			Where("provider = ? AND account = ? AND bill_date = ? AND (state <> ? OR lease_until < ?) AND seen_purge = ''",
+				provider, account, billDate, model.ReconRunning, now).
 			Updates(map[string]any{
 				"state": model.ReconRunning, "owner": owner, "lease_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1"),
 				"started_at": now, "finished_at": nil, "error": "", "update_time": now,
@@ -139,7 +158,7 @@ func (s *Store) ClaimRun(ctx context.Context, provider model.Provider, billDate,
 			return mapErr(res.Error)
 		}
 		var r runRecord
-		if err := tx.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error; err != nil {
+		if err := tx.db.WithContext(ctx).Where("provider = ? AND account = ? AND bill_date = ?", provider, account, billDate).Take(&r).Error; err != nil {
 			return mapErr(err)
 		}
 		if res.RowsAffected != 1 {
@@ -272,12 +291,13 @@ func (s *Store) SaveItems(ctx context.Context, items []model.ReconItem) error {
 	}).CreateInBatches(&recs, 200).Error)
 }
 
-// ReconRun reads the run of (provider, billDate) with its item counts.
-func (s *Store) ReconRun(ctx context.Context, provider model.Provider, billDate string) (model.ReconRun, error) {
+// ReconRun reads o's run of billDate with its item counts.
+func (s *Store) ReconRun(ctx context.Context, o model.BillAccount, billDate string) (model.ReconRun, error) {
 	var r runRecord
-	err := s.db.WithContext(ctx).Where("provider = ? AND bill_date = ?", provider, billDate).Take(&r).Error
+	// Its own before a legacy one ('' sorts first), were both there.
+	err := runsOf(s.db.WithContext(ctx), "", o).Where("bill_date = ?", billDate).Order("account DESC").Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return model.ReconRun{}, fmt.Errorf("%w: %s %s", model.ErrRunNotFound, provider, billDate)
+		return model.ReconRun{}, fmt.Errorf("%w: %s %s", model.ErrRunNotFound, o, billDate)
 	}
 	if err != nil {
 		return model.ReconRun{}, mapErr(err)
@@ -286,11 +306,21 @@ func (s *Store) ReconRun(ctx context.Context, provider model.Provider, billDate 
 	return runs[0], s.countItems(ctx, runs)
 }
 
-// ReconRuns lists up to limit runs of provider, newest bill date first,
-// with their item counts.
-func (s *Store) ReconRuns(ctx context.Context, provider model.Provider, limit int) ([]model.ReconRun, error) {
+// ReconRuns lists up to limit runs of o, newest bill date first, with
+// their item counts.
+func (s *Store) ReconRuns(ctx context.Context, o model.BillAccount, limit int) ([]model.ReconRun, error) {
+	return s.reconRuns(ctx, runsOf(s.db.WithContext(ctx), "", o), limit)
+}
+
+// ProviderRuns lists up to limit runs of provider, every account's, newest
+// bill date first (a date's runs by account), with their item counts.
+func (s *Store) ProviderRuns(ctx context.Context, provider model.Provider, limit int) ([]model.ReconRun, error) {
+	return s.reconRuns(ctx, s.db.WithContext(ctx).Where("provider = ?", provider), limit)
+}
+
+func (s *Store) reconRuns(ctx context.Context, q *gorm.DB, limit int) ([]model.ReconRun, error) {
 	var recs []runRecord
-	if err := s.db.WithContext(ctx).Where("provider = ?", provider).Order("bill_date DESC").Limit(limit).Find(&recs).Error; err != nil {
+	if err := q.Order("bill_date DESC, account").Limit(limit).Find(&recs).Error; err != nil {
 		return nil, mapErr(err)
 	}
 	runs := make([]model.ReconRun, len(recs))
@@ -364,11 +394,11 @@ func (s *Store) ReconItems(ctx context.Context, runID int64, outcome model.Recon
 	return out, nil
 }
 
-// RunDates lists the bill dates of provider's runs in state since
-// (inclusive, yyyy-MM-dd), oldest first.
-func (s *Store) RunDates(ctx context.Context, provider model.Provider, state model.ReconState, since string) ([]string, error) {
+// RunDates lists the bill dates of o's runs in state since (inclusive,
+// yyyy-MM-dd), oldest first.
+func (s *Store) RunDates(ctx context.Context, o model.BillAccount, state model.ReconState, since string) ([]string, error) {
 	var dates []string
-	err := s.db.WithContext(ctx).Table(runTable).Where("provider = ? AND state = ? AND bill_date >= ?", provider, state, since).
+	err := runsOf(s.db.WithContext(ctx).Table(runTable), "", o).Where("state = ? AND bill_date >= ?", state, since).
 		Order("bill_date").Pluck("bill_date", &dates).Error
 	return dates, mapErr(err)
 }

@@ -10,7 +10,8 @@ import (
 	"paynotify/model"
 )
 
-// RecordSeen records bill lines matched to the ledger, in one transaction
+// RecordSeen records bill lines matched to the ledger, under the
+// account whose bill they are, in one transaction
 // with the event that books their fees: only lines not recorded before are
 // recorded, and newEvent (if it returns an event) is given just those.
 // The first try assumes every line is new (one INSERT, the common case of
@@ -18,13 +19,13 @@ import (
 // reads which first. Two runs recording one line at once cannot both
 // record it: the second finds the first's row and rolls back as
 // model.ErrRetryable.
-func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, newEvent func(recorded []model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
+func (s *Store) RecordSeen(ctx context.Context, provider model.Provider, account, billDate string, lines []model.SeenLine, newEvent func(recorded []model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
 	if len(lines) == 0 {
 		return nil, nil
 	}
-	fresh, err := s.recordSeen(ctx, provider, billDate, lines, false, newEvent)
+	fresh, err := s.recordSeen(ctx, provider, account, billDate, lines, false, newEvent)
 	if errors.Is(err, errSeenBefore) {
-		fresh, err = s.recordSeen(ctx, provider, billDate, lines, true, newEvent)
+		fresh, err = s.recordSeen(ctx, provider, account, billDate, lines, true, newEvent)
 	}
 	return fresh, err
 }
@@ -35,7 +36,7 @@ var errSeenBefore = errors.New("dao: bill lines recorded before")
 
 // recordSeen is one try of RecordSeen: lookFirst reads which lines are
 // recorded already and leaves them out.
-func (s *Store) recordSeen(ctx context.Context, provider model.Provider, billDate string, lines []model.SeenLine, lookFirst bool, newEvent func([]model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
+func (s *Store) recordSeen(ctx context.Context, provider model.Provider, account, billDate string, lines []model.SeenLine, lookFirst bool, newEvent func([]model.SeenLine) (*model.Event, error)) ([]model.SeenLine, error) {
 	var fresh []model.SeenLine
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		fresh = fresh[:0]
@@ -66,8 +67,8 @@ func (s *Store) recordSeen(ctx context.Context, provider model.Provider, billDat
 		}
 		now := time.Now().UTC()
 		var q strings.Builder
-		args := make([]any, 0, len(lines)*8)
-		q.WriteString("INSERT INTO recon_seen (provider, kind, ref, bill_date, trade_no, amount, fee, create_time) VALUES ")
+		args := make([]any, 0, len(lines)*9)
+		q.WriteString("INSERT INTO recon_seen (provider, account, kind, ref, bill_date, trade_no, amount, fee, create_time) VALUES ")
 		for _, l := range lines {
 			k := key{string(l.Kind), l.Ref}
 			if known[k] {
@@ -78,8 +79,8 @@ func (s *Store) recordSeen(ctx context.Context, provider model.Provider, billDat
 				q.WriteString(",")
 			}
 			fresh = append(fresh, l)
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, provider, string(l.Kind), l.Ref, billDate, l.TradeNo, l.Amount.StringFixed(2), l.Fee.StringFixed(2), now)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, provider, account, string(l.Kind), l.Ref, billDate, l.TradeNo, l.Amount.StringFixed(2), l.Fee.StringFixed(2), now)
 		}
 		if len(fresh) == 0 {
 			return nil

@@ -204,13 +204,13 @@ func (s *Store) PurgeReconciledLines(ctx context.Context, before string, now tim
 			break
 		}
 		var runs []runRecord
-		err := s.db.WithContext(ctx).Table(runTable).Select("id, provider, bill_date").
+		err := s.db.WithContext(ctx).Table(runTable).Select("id, provider, account, bill_date").
 			Where("seen_purge = ?", seenPurging).Order("bill_date").Limit(1).Find(&runs).Error
 		if err != nil {
 			return deleted, mapErr(err)
 		}
 		if len(runs) == 0 {
-			err := s.db.WithContext(ctx).Table(runTable+" AS r").Select("r.id, r.provider, r.bill_date").
+			err := s.db.WithContext(ctx).Table(runTable+" AS r").Select("r.id, r.provider, r.account, r.bill_date").
 				Where("r.seen_purge = '' AND r.bill_date < ?", before).Where(cleanRun, model.ReconDone).
 				Order("r.bill_date").Limit(1).Find(&runs).Error
 			if err != nil || len(runs) == 0 {
@@ -227,7 +227,7 @@ func (s *Store) PurgeReconciledLines(ctx context.Context, before string, now tim
 			}
 		}
 		run := runs[0]
-		n, done, err := s.purgeLines(ctx, run.Provider, run.BillDate, limit-deleted)
+		n, done, err := s.purgeLines(ctx, run.Provider, run.Account, run.BillDate, limit-deleted)
 		deleted += n
 		if err != nil {
 			return deleted, err
@@ -245,15 +245,15 @@ func (s *Store) PurgeReconciledLines(ctx context.Context, before string, now tim
 	return deleted, nil
 }
 
-// purgeLines deletes up to limit recon_seen lines of a date and says
-// whether that was the last of them.
-func (s *Store) purgeLines(ctx context.Context, provider, billDate string, limit int) (int, bool, error) {
+// purgeLines deletes up to limit recon_seen lines of an account's date
+// and says whether that was the last of them.
+func (s *Store) purgeLines(ctx context.Context, provider, account, billDate string, limit int) (int, bool, error) {
 	var lines []struct {
 		Kind string
 		Ref  string
 	}
 	err := s.db.WithContext(ctx).Table(seenTable).Select("kind, ref").
-		Where("provider = ? AND bill_date = ?", provider, billDate).Limit(limit).Scan(&lines).Error
+		Where("provider = ? AND account = ? AND bill_date = ?", provider, account, billDate).Limit(limit).Scan(&lines).Error
 	if err != nil {
 		return 0, false, mapErr(err)
 	}
@@ -264,7 +264,7 @@ func (s *Store) purgeLines(ctx context.Context, provider, billDate string, limit
 	deleted := 0
 	for kind, refs := range byKind {
 		n, err := s.statement(ctx, func(db *gorm.DB) *gorm.DB {
-			return db.Table(seenTable).Where("provider = ? AND kind = ? AND ref IN ? AND bill_date = ?", provider, kind, refs, billDate).Delete(nil)
+			return db.Table(seenTable).Where("provider = ? AND account = ? AND kind = ? AND ref IN ? AND bill_date = ?", provider, account, kind, refs, billDate).Delete(nil)
 		})
 		deleted += n
 		if err != nil {

@@ -34,11 +34,11 @@ func (s *Store) OldestUnsent(ctx context.Context) (time.Time, bool, error) {
 	return ts[0], true, nil
 }
 
-// LastReconciled is the latest bill date of provider whose run is DONE
-// (false if none is).
-func (s *Store) LastReconciled(ctx context.Context, provider model.Provider) (string, bool, error) {
+// LastReconciled is the latest bill date of a's runs that is DONE (false
+// if none is).
+func (s *Store) LastReconciled(ctx context.Context, a model.BillAccount) (string, bool, error) {
 	var dates []string
-	err := s.db.WithContext(ctx).Table(runTable).Where("provider = ? AND state = ?", provider, model.ReconDone).
+	err := runsOf(s.db.WithContext(ctx).Table(runTable), "", a).Where("state = ?", model.ReconDone).
 		Order("bill_date DESC").Limit(1).Pluck("bill_date", &dates).Error
 	if err != nil || len(dates) == 0 {
 		return "", false, mapErr(err)
@@ -46,12 +46,12 @@ func (s *Store) LastReconciled(ctx context.Context, provider model.Provider) (st
 	return dates[0], true, nil
 }
 
-// FirstPaidAt is when provider's first payment in the ledger was paid
-// (false if the ledger has none): no bill before its day has anything of
-// ours to check.
-func (s *Store) FirstPaidAt(ctx context.Context, provider model.Provider) (time.Time, bool, error) {
+// FirstPaidAt is when a's first payment in the ledger was paid (false if
+// the ledger has none): no bill before its day has anything of ours to
+// check.
+func (s *Store) FirstPaidAt(ctx context.Context, a model.BillAccount) (time.Time, bool, error) {
 	var ts []time.Time
-	err := s.db.WithContext(ctx).Table(paymentTable).Where("provider = ? AND paid_at IS NOT NULL", provider).
+	err := s.db.WithContext(ctx).Table(paymentTable).Where("provider = ? AND account IN ? AND paid_at IS NOT NULL", a.Provider, a.RunAccounts()).
 		Order("paid_at").Limit(1).Pluck("paid_at", &ts).Error
 	if err != nil || len(ts) == 0 {
 		return time.Time{}, false, mapErr(err)

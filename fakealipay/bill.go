@@ -105,8 +105,10 @@ func (s *Server) billInit() {
 	}
 }
 
-// billURL builds the day's bill from the trades as they are now and
-// answers a short-lived URL to it. A day without business has no bill.
+// billURL builds the day's bill of the calling app's seller from the
+// trades as they are now (a bill covers a seller: every app of it, no
+// other seller's) and answers a short-lived URL to it. A day without
+// business has no bill.
 func (s *Server) billURL(c *call) (any, error) {
 	if c.biz.BillType != "trade" {
 		return failure("40004", "isv.invalid-bill-type"), nil
@@ -118,7 +120,7 @@ func (s *Server) billURL(c *call) (any, error) {
 	s.mu.Lock()
 	s.billInit()
 	zip, override := s.bill.files[c.biz.BillDate]
-	lines := s.billLines(day)
+	lines := s.billLines(day, c.app.seller)
 	s.mu.Unlock()
 
 	if !override {
@@ -126,7 +128,7 @@ func (s *Server) billURL(c *call) (any, error) {
 			return failure("40004", "isp.bill_not_exist"), nil
 		}
 		var b bytes.Buffer
-		err := bill.WriteZip(&b, bill.Header{Account: s.cfg.SellerID, Date: day}, func(w *bill.Writer) error {
+		err := bill.WriteZip(&b, bill.Header{Account: c.app.seller, Date: day}, func(w *bill.Writer) error {
 			for _, l := range lines {
 				if err := w.Write(l); err != nil {
 					return err
@@ -148,15 +150,15 @@ func (s *Server) billURL(c *call) (any, error) {
 	return billURLAnswer{result: success, BillDownloadURL: c.base + "bill/" + tok + ".zip"}, nil
 }
 
-// billLines are the bill's lines for day: the payments finished and the
-// refunds made that Beijing day, in time order. The caller holds s.mu.
-func (s *Server) billLines(day time.Time) []bill.Line {
+// billLines are seller's bill's lines for day: the payments finished and
+// the refunds made that Beijing day, in time order. The caller holds s.mu.
+func (s *Server) billLines(day time.Time, seller string) []bill.Line {
 	from, to := day, day.AddDate(0, 0, 1)
 	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	var lines []bill.Line
 	for no, t := range s.byNo {
 		e := s.bill.edits[no]
-		if e.drop || t.Paid.IsZero() {
+		if e.drop || t.Paid.IsZero() || t.SellerID != seller {
 			continue
 		}
 		finished := t.Paid

@@ -50,9 +50,9 @@ type Deps struct {
 	Refunds  *service.Refunds
 	// Console serves the operator console under /console; nil, it is off.
 	Console http.Handler
-	// BillReconcilers, one per configured provider, serve the
+	// BillReconcilers, one per configured provider account, serve the
 	// reconciliation views under /admin; empty, they are off.
-	BillReconcilers map[model.Provider]*service.BillReconciler
+	BillReconcilers service.Reconcilers
 	// Webhooks serves /admin/webhook-endpoints; nil, those routes are
 	// off (off webhooks, no WEBHOOK_SECRET_KEY, answer 409 instead).
 	Webhooks *service.Webhooks

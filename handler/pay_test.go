@@ -105,7 +105,7 @@ func newCashier(t *testing.T, store *dao.Store) *cashier {
 		Dashboard:  service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
 		Checkout:        service.NewCheckout(store, providers, payments, nil, log),
 		Refunds:         service.NewRefunds(store, providers, log),
-		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: c.recon, model.ProviderWechatpay: c.wxRecon},
+		BillReconcilers: service.Reconcilers{model.ProviderAlipay: {c.recon}, model.ProviderWechatpay: {c.wxRecon}},
 		Webhooks:        service.NewWebhooks(store, nil),
 		Reloader:        c.reloader,
 		DB:              store,

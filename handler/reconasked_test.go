@@ -40,7 +40,7 @@ func TestReconciliationRunOutlivesItsRequest(t *testing.T) {
 	recon.Background = t.Context()
 	srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
 		Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
-		BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderAlipay: recon}, DB: store, APITimeout: 1500 * time.Millisecond,
+		BillReconcilers: service.Reconcilers{model.ProviderAlipay: {recon}}, DB: store, APITimeout: 1500 * time.Millisecond,
 	})))
 	t.Cleanup(srv.Close)
 	do := func(method, path string) (*http.Response, map[string]any) {
@@ -101,7 +101,7 @@ func TestReconciliationOfAProviderNotConfigured(t *testing.T) {
 		wx.Provider = model.ProviderWechatpay
 		srv := httptest.NewServer(validated(t, handler.New(handler.Deps{
 			Log: log, Registry: prometheus.NewRegistry(), AdminToken: payAdminToken, Dashboard: service.NewDashboard(store), Queues: service.NewQueues(store), Lookup: service.NewLookup(store),
-			BillReconcilers: map[model.Provider]*service.BillReconciler{model.ProviderWechatpay: wx}, DB: store,
+			BillReconcilers: service.Reconcilers{model.ProviderWechatpay: {wx}}, DB: store,
 		})))
 		t.Cleanup(srv.Close)
 		do := func(method, path string) (int, string) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 
@@ -15,15 +16,17 @@ import (
 
 // Reconciliations serves the reconciliation views under /admin: runs,
 // their items, and an operator's resolution of an item, of each configured
-// provider's bill.
+// provider account's bill.
 type Reconciliations struct {
-	recons map[model.Provider]*service.BillReconciler
+	recons service.Reconcilers
 }
 
 // run is the reconciliation and the date a route names:
 // /reconciliations/{date}… is Alipay's (as before WeChat Pay),
 // /reconciliations/{provider}/{date}… the provider's. gin wants one name
-// for the first wildcard of both.
+// for the first wildcard of both. ?account=ID names the provider account
+// (a seller_id, an mchid): required when the provider has several, a 400
+// naming them otherwise.
 func (h *Reconciliations) run(c *gin.Context) (*service.BillReconciler, string, error) {
 	first, date := c.Param("first"), c.Param("date")
 	if date == "" {
@@ -33,25 +36,26 @@ func (h *Reconciliations) run(c *gin.Context) (*service.BillReconciler, string, 
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: no provider %q", model.ErrRunNotFound, model.Clip(first))
 	}
-	r, ok := h.recons[p]
-	if !ok {
-		return nil, "", fmt.Errorf("%w: %s", model.ErrProviderOff, p.Name())
+	r, err := h.recons.Of(p, c.Query("account"))
+	if err != nil {
+		return nil, "", err
 	}
 	return r, date, nil
 }
 
-// List handles GET /admin/reconciliations?provider=P&limit=N: the latest
-// runs of provider P — of every configured provider without it — newest
-// date first (a date's runs in the order model.Providers() lists them), each
-// with its state, its counts per outcome and the bill's totals against the
-// ledger's.
+// List handles GET /admin/reconciliations?provider=P&account=ID&limit=N:
+// the latest runs of provider P's account ID — of every account of P
+// without it, of every configured provider without P — newest date first
+// (a date's runs in the order model.Providers() lists them, a provider's by
+// account), each with its state, its counts per outcome and the bill's
+// totals against the ledger's.
 func (h *Reconciliations) List(c *gin.Context) {
 	limit, err := strconv.Atoi(c.DefaultQuery("limit", "60"))
 	if err != nil || limit < 1 || limit > 366 {
 		writeAPIError(c, http.StatusBadRequest, "invalid_request", "limit must be 1 to 366")
 		return
 	}
-	providers := model.Providers()
+	recons := h.recons.All()
 	if q, asked := c.GetQuery("provider"); asked {
 		p, err := model.ParseProvider(q)
 		if err != nil {
@@ -62,14 +66,21 @@ func (h *Reconciliations) List(c *gin.Context) {
 			apiError(c, fmt.Errorf("%w: %s", model.ErrProviderOff, p.Name()))
 			return
 		}
-		providers = []model.Provider{p}
+		recons = h.recons[p]
+		if account := c.Query("account"); account != "" {
+			r, err := h.recons.Of(p, account)
+			if err != nil {
+				apiError(c, err)
+				return
+			}
+			recons = []*service.BillReconciler{r}
+		}
+	} else if c.Query("account") != "" {
+		writeAPIError(c, http.StatusBadRequest, "invalid_request", "account names an account of a provider: give provider too")
+		return
 	}
 	var runs []model.ReconRun
-	for _, p := range providers {
-		r := h.recons[p]
-		if r == nil {
-			continue
-		}
+	for _, r := range recons {
 		some, err := r.Runs(c.Request.Context(), limit)
 		if err != nil {
 			apiError(c, err)
@@ -77,8 +88,8 @@ func (h *Reconciliations) List(c *gin.Context) {
 		}
 		runs = append(runs, some...)
 	}
-	// Each provider's are newest first already: a stable sort by date
-	// keeps a date's runs in provider order.
+	// Each account's are newest first already: a stable sort by date
+	// keeps a date's runs in provider and account order.
 	slices.SortStableFunc(runs, func(a, b model.ReconRun) int { return cmp.Compare(b.BillDate, a.BillDate) })
 	runs = runs[:min(len(runs), limit)]
 	out := make([]RunView, len(runs))
@@ -136,6 +147,9 @@ func (h *Reconciliations) Run(c *gin.Context) {
 		if c.Param("date") == "" { // asked by the route without the provider: answered the same way
 			view = "/admin/reconciliations/" + run.BillDate
 		}
+		if account := c.Query("account"); account != "" {
+			view += "?account=" + url.QueryEscape(account)
+		}
 		c.Header("Location", view)
 		writeJSON(c, http.StatusAccepted, NewRunView(run))
 		return
@@ -180,7 +194,9 @@ func (h *Reconciliations) Resolve(c *gin.Context) {
 // and paynotify reconcile print: money as strings with two decimals, the
 // bill's and the ledger's totals under the same names.
 type RunView struct {
-	Provider   string         `json:"provider"`
+	Provider string `json:"provider"`
+	// Account is the provider account whose bill it is.
+	Account    string         `json:"account"`
 	BillDate   string         `json:"bill_date"`
 	State      string         `json:"state"`
 	Attempts   int            `json:"attempts"`
@@ -195,7 +211,7 @@ type RunView struct {
 
 // NewRunView is r as operators read it.
 func NewRunView(r model.ReconRun) RunView {
-	v := RunView{Provider: string(r.Provider), BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
+	v := RunView{Provider: string(r.Provider), Account: r.Account, BillDate: r.BillDate, State: string(r.State), Attempts: r.Attempts, Error: r.Error,
 		Counts: map[string]int{}, Unresolved: r.Unresolved,
 		Bill: gin.H{"payments": r.Bill.Payments, "payment_amount": r.Bill.PaymentReceived.StringFixed(2),
 			"refunds": r.Bill.Refunds, "refund_amount": r.Bill.RefundReceived.Neg().StringFixed(2), "fees": r.Bill.Fees.Neg().StringFixed(2)},

@@ -56,15 +56,15 @@ func TestReconciliationViews(t *testing.T) {
 			if status, _, body := c.post(t, "/admin/reconciliations/"+d+"/run", "Bearer "+payAdminToken, "", ""); status != http.StatusBadRequest {
 				t.Errorf("run of %s: %d %s, want 400", d, status, body)
 			}
-			mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, d), 0)
+			mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, "", d), 0)
 		}
 		// The run asked for is in admin_audit; the one refused is not.
 		// The row says what was asked, never a state the run has left
 		// (it is append-only: "→ RUNNING" would stay when the run is DONE).
-		if asked := mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, date), 1); asked[0].After != model.AuditReconRunAsked {
+		if asked := mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, "", date), 1); asked[0].After != model.AuditReconRunAsked {
 			t.Errorf("recon.run audit row reads %q → %q, want %q", asked[0].Before, asked[0].After, model.AuditReconRunAsked)
 		}
-		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, today), 0)
+		mustAudited(t, store, model.AuditReconRun, model.TargetReconRun, model.RunTarget(model.ProviderAlipay, "", today), 0)
 
 		var list struct {
 			Reconciliations []struct {

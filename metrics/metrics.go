@@ -61,9 +61,10 @@ type Metrics struct {
 	// Configuration reloads (config.go).
 	reloadOK, reloadAt prometheus.Gauge
 
-	// providers are the configured ones (Providers), read at each scrape.
-	mu        sync.Mutex
-	providers []model.Provider
+	// accounts are the configured provider accounts (BillAccounts), read
+	// at each scrape.
+	mu       sync.Mutex
+	accounts []model.BillAccount
 
 	reg prometheus.Registerer
 }

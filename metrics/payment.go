@@ -41,10 +41,8 @@ func (m *Metrics) newPayment() {
 }
 
 // Providers gives each configured provider its series from the start
-// (refunds refunded and failed), so an alert on "failed" has a series to
-// watch, and names the providers whose last reconciled bill date
-// WatchState's gauge reports: only theirs, so a provider not configured
-// is never alerted on.
+// (refunds refunded and failed, notifications answered and refused), so
+// an alert on "failed" has a series to watch.
 func (m *Metrics) Providers(providers []model.Provider) {
 	for _, p := range providers {
 		m.refunds.WithLabelValues(string(p), "refunded")
@@ -53,16 +51,22 @@ func (m *Metrics) Providers(providers []model.Provider) {
 		m.answers.WithLabelValues(string(p), AnswerFailure)
 		m.refused.WithLabelValues(string(p), RefusedUnknownApp)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.providers = slices.Clone(providers)
 }
 
-// configured is what Providers was last given.
-func (m *Metrics) configured() []model.Provider {
+// BillAccounts names the provider accounts whose reconciliation
+// WatchState's gauges report, one series each: only theirs, so an account
+// not configured is never alerted on.
+func (m *Metrics) BillAccounts(accounts []model.BillAccount) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.providers
+	m.accounts = slices.Clone(accounts)
+}
+
+// billAccounts is what BillAccounts was last given.
+func (m *Metrics) billAccounts() []model.BillAccount {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.accounts
 }
 
 // PaymentUnmatched counts a payment recorded UNMATCHED (for

@@ -15,9 +15,9 @@ import (
 type StateReader interface {
 	OldestPaymentIn(ctx context.Context, state model.PaymentState) (time.Time, bool, error)
 	OldestUnsent(ctx context.Context) (time.Time, bool, error)
-	ReconQueueOf(ctx context.Context, provider model.Provider) (int64, error)
-	LastReconciled(ctx context.Context, provider model.Provider) (string, bool, error)
-	FirstPaidAt(ctx context.Context, provider model.Provider) (time.Time, bool, error)
+	ReconQueueOf(ctx context.Context, a model.BillAccount) (int64, error)
+	LastReconciled(ctx context.Context, a model.BillAccount) (string, bool, error)
+	FirstPaidAt(ctx context.Context, a model.BillAccount) (time.Time, bool, error)
 }
 
 // WatchState registers the gauges operators are alerted on that are read
@@ -54,26 +54,27 @@ func (m *Metrics) WatchState(store StateReader) {
 		Name: "paynotify_outbox_oldest_unsent_seconds",
 		Help: "Age of the oldest outbox row not yet published (PENDING or FAILED); 0 if every row is sent.",
 	}, read(func(ctx context.Context) (float64, error) { return age(store.OldestUnsent(ctx)) })))
-	// One series per configured provider, read as the gauges above.
-	perProvider := func(name, help string, f func(ctx context.Context, p model.Provider) (float64, error)) {
-		m.reg.MustRegister(providerGauge{
-			desc:      prometheus.NewDesc(name, help, []string{"provider"}, nil),
-			providers: m.configured,
-			read: func(p model.Provider) float64 {
-				return read(func(ctx context.Context) (float64, error) { return f(ctx, p) })()
+	// One series per configured provider account, read as the gauges
+	// above.
+	perAccount := func(name, help string, f func(ctx context.Context, a model.BillAccount) (float64, error)) {
+		m.reg.MustRegister(accountGauge{
+			desc:     prometheus.NewDesc(name, help, []string{"provider", "account"}, nil),
+			accounts: m.billAccounts,
+			read: func(a model.BillAccount) float64 {
+				return read(func(ctx context.Context) (float64, error) { return f(ctx, a) })()
 			},
 		})
 	}
-	perProvider("paynotify_reconciliation_unresolved_items",
-		"Reconciliation items an operator has to look at: unresolved, and not repaired, by configured provider.",
-		func(ctx context.Context, p model.Provider) (float64, error) {
-			n, err := store.ReconQueueOf(ctx, p)
+	perAccount("paynotify_reconciliation_unresolved_items",
+		"Reconciliation items an operator has to look at: unresolved, and not repaired, by configured provider and account.",
+		func(ctx context.Context, a model.BillAccount) (float64, error) {
+			n, err := store.ReconQueueOf(ctx, a)
 			return float64(n), err
 		})
-	perProvider("paynotify_reconciliation_last_success_date",
-		"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider, from the runs; before the first, the day before the provider's first payment (yesterday with none): alert when it is older than two days.",
-		func(ctx context.Context, p model.Provider) (float64, error) {
-			date, ok, err := store.LastReconciled(ctx, p)
+	perAccount("paynotify_reconciliation_last_success_date",
+		"The last bill date (Beijing midnight, as Unix time) reconciled without failing, by configured provider and account, from the runs; before the first, the day before the account's first payment (yesterday with none): alert when it is older than two days.",
+		func(ctx context.Context, a model.BillAccount) (float64, error) {
+			date, ok, err := store.LastReconciled(ctx, a)
 			if err != nil {
 				return 0, err
 			}
@@ -85,7 +86,7 @@ func (m *Metrics) WatchState(store StateReader) {
 			// payment's is as good as reconciled (nothing of ours to
 			// check), so a fresh install is not a missed run, and a
 			// ledger whose payments never got reconciled is.
-			first, ok, err := store.FirstPaidAt(ctx, p)
+			first, ok, err := store.FirstPaidAt(ctx, a)
 			if err != nil {
 				return 0, err
 			}
@@ -97,21 +98,22 @@ func (m *Metrics) WatchState(store StateReader) {
 		})
 }
 
-// providerGauge is a gauge read from the database for each configured
-// provider: one series per provider Metrics.Providers names, read at each
-// scrape (the providers are known only once the services are wired).
-type providerGauge struct {
-	desc      *prometheus.Desc
-	providers func() []model.Provider
-	read      func(model.Provider) float64
+// accountGauge is a gauge read from the database for each configured
+// provider account: one series per account Metrics.BillAccounts names,
+// read at each scrape (the accounts are known only once the services are
+// wired).
+type accountGauge struct {
+	desc     *prometheus.Desc
+	accounts func() []model.BillAccount
+	read     func(model.BillAccount) float64
 }
 
 // Describe implements prometheus.Collector.
-func (c providerGauge) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c accountGauge) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
-func (c providerGauge) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range c.providers() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.read(p), string(p))
+func (c accountGauge) Collect(ch chan<- prometheus.Metric) {
+	for _, a := range c.accounts() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.read(a), string(a.Provider), a.Account)
 	}
 }

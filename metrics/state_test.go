@@ -27,7 +27,7 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		ctx := t.Context()
 		finish := func(p model.Provider, date string, state model.ReconState) {
 			t.Helper()
-			run, attempt, err := store.ClaimRun(ctx, p, date, "test", time.Now(), time.Minute, nil)
+			run, attempt, err := store.ClaimRun(ctx, model.BillAccount{Provider: p}, date, "test", time.Now(), time.Minute, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,11 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			m := metrics.New(reg)
 			m.WatchState(store)
-			m.Providers(providers)
+			var accounts []model.BillAccount
+			for _, p := range providers {
+				accounts = append(accounts, model.BillAccount{Provider: p})
+			}
+			m.BillAccounts(accounts)
 			rec := httptest.NewRecorder()
 			promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 			return rec.Body.String()
@@ -59,7 +63,7 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		// own, every day up to yesterday is as good as reconciled (a fresh
 		// install is no missed run); with one, the day before its first.
 		body := scrape(model.ProviderAlipay, model.ProviderWechatpay)
-		for _, w := range []string{gauge + `{provider="alipay"} ` + day("2026-11-29"), gauge + `{provider="wechatpay"} ` + day(service.Yesterday(time.Now()))} {
+		for _, w := range []string{gauge + `{account="",provider="alipay"} ` + day("2026-11-29"), gauge + `{account="",provider="wechatpay"} ` + day(service.Yesterday(time.Now()))} {
 			if !strings.Contains(body, w+"\n") {
 				t.Errorf("/metrics lacks %q:\n%s", w, body)
 			}
@@ -68,13 +72,13 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 			time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)); err != nil { // 10:00 on the 20th in Beijing
 			t.Fatal(err)
 		}
-		if w := gauge + `{provider="wechatpay"} ` + day("2026-11-19"); !strings.Contains(scrape(model.ProviderWechatpay), w+"\n") {
+		if w := gauge + `{account="",provider="wechatpay"} ` + day("2026-11-19"); !strings.Contains(scrape(model.ProviderWechatpay), w+"\n") {
 			t.Errorf("/metrics lacks %q", w)
 		}
 
 		finish(model.ProviderWechatpay, "2026-11-30", model.ReconDone)
 		body = scrape(model.ProviderWechatpay)
-		if w := gauge + `{provider="wechatpay"} ` + day("2026-11-30"); !strings.Contains(body, w+"\n") {
+		if w := gauge + `{account="",provider="wechatpay"} ` + day("2026-11-30"); !strings.Contains(body, w+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", w, body)
 		}
 		if strings.Contains(body, `provider="alipay"`) {
@@ -103,7 +107,7 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		}
 		const open = "paynotify_reconciliation_unresolved_items"
 		body = scrape(model.ProviderAlipay, model.ProviderWechatpay)
-		for _, w := range []string{open + `{provider="alipay"} 1`, open + `{provider="wechatpay"} 0`} {
+		for _, w := range []string{open + `{account="",provider="alipay"} 1`, open + `{account="",provider="wechatpay"} 0`} {
 			if !strings.Contains(body, w+"\n") {
 				t.Errorf("/metrics lacks %q:\n%s", w, body)
 			}

@@ -37,8 +37,13 @@ const OperatorService = "paynotify"
 const AuditReconRunAsked = "run asked (its outcome is on the reconciliation page)"
 
 // RunTarget is the TargetID of an audit row about provider's run of
-// billDate: "wechatpay/2026-11-30".
-func RunTarget(provider Provider, billDate string) string { return string(provider) + "/" + billDate }
+// billDate of account: "wechatpay/2026-11-30", "wechatpay/2026-11-30/1900012345".
+func RunTarget(provider Provider, account, billDate string) string {
+	if account == "" {
+		return string(provider) + "/" + billDate
+	}
+	return string(provider) + "/" + billDate + "/" + account
+}
 
 // OperatorAdminAPI is the operator admin_audit names for a change made
 // through the JSON admin API (/admin): whoever holds ADMIN_TOKEN. The

@@ -7,9 +7,16 @@ import (
 )
 
 // ClearingAccount is the journal account of the money p holds for us
-// (alipay_clearing, wechatpay_clearing). An event written before events
-// carried a provider is DefaultProvider's.
-func ClearingAccount(p Provider) string { return string(p.OrDefault()) + "_clearing" }
+// in account (alipay_clearing, wechatpay_clearing): "" is the provider's
+// first account — as the ledger's "" is — and any other account is a
+// sub-account, "wechatpay_clearing:1900054321". An event written before
+// events carried a provider is DefaultProvider's.
+func ClearingAccount(p Provider, account string) string {
+	if account == "" {
+		return string(p.OrDefault()) + "_clearing"
+	}
+	return string(p.OrDefault()) + "_clearing:" + account
+}
 
 // PaymentState is where a real movement of money stands.
 type PaymentState string

@@ -92,11 +92,16 @@ func (o ReconOutcome) Valid() bool {
 	return false
 }
 
-// ReconRun is one (provider, bill date) reconciliation: the state of its
-// latest attempt, and the bill's totals against the ledger's.
+// ReconRun is one (provider, account, bill date) reconciliation — a bill
+// covers one account — : the state of its latest attempt, and the bill's
+// totals against the ledger's.
 type ReconRun struct {
-	ID         int64      `json:"id"`
-	Provider   Provider   `json:"provider"`
+	ID       int64    `json:"id"`
+	Provider Provider `json:"provider"`
+	// Account is the provider account whose bill it is (Alipay's
+	// seller_id, WeChat Pay's mchid); '' for a run from before runs were
+	// kept per account: the provider's first account's.
+	Account    string     `json:"account"`
 	BillDate   string     `json:"bill_date"` // yyyy-MM-dd, Beijing
 	State      ReconState `json:"state"`
 	Attempts   int        `json:"attempts"`
@@ -168,6 +173,9 @@ type SeenLine struct {
 // positive one given back with a refund).
 type FeeEventData struct {
 	Provider string `json:"provider"`
+	// Account is the provider account whose bill booked the fees ('' in
+	// events written before runs were kept per account).
+	Account  string `json:"account"`
 	BillDate string `json:"bill_date"`
 	Lines    int    `json:"lines"`
 	// Amount is the net fee charged: positive is an expense.
@@ -221,11 +229,39 @@ const RefundUnmatchedReason = "UNMATCHED"
 // when the item was first found.
 type ReconRow struct {
 	ReconItem
-	// Provider and BillDate are the item's run's.
+	// Provider, Account and BillDate are the item's run's.
 	Provider   Provider
+	Account    string
 	BillDate   string
 	CreateTime time.Time
 	// PaymentState is the state of the payment the item's trade_no names
 	// in our ledger now ("" when the ledger has none).
 	PaymentState PaymentState
+}
+
+// BillAccount is a provider account as reconciliation knows it: one bill
+// a day, one run a day. Legacy, set for the provider's first account, says
+// the rows from before the ledger knew accounts (account "") are its too.
+type BillAccount struct {
+	Provider Provider
+	Account  string
+	Legacy   bool
+}
+
+// RunAccounts are the account values of the runs of a: its own, and ""
+// when it is Legacy.
+func (a BillAccount) RunAccounts() []string {
+	if a.Legacy && a.Account != "" {
+		return []string{a.Account, ""}
+	}
+	return []string{a.Account}
+}
+
+// String names a in errors and logs: "alipay 2088…", or the provider alone
+// when the account has no id.
+func (a BillAccount) String() string {
+	if a.Account == "" {
+		return string(a.Provider)
+	}
+	return string(a.Provider) + " " + a.Account
 }

@@ -28,9 +28,16 @@ var AccountingEvents = []model.EventType{model.EventOrderPaid, model.EventRefund
 //	                                (the other way round for fees given back)
 //
 // <provider>_clearing is the money the provider that moved it holds for
-// us: alipay_clearing, wechatpay_clearing (model.ClearingAccount).
+// us: alipay_clearing, wechatpay_clearing (model.ClearingAccount) for the
+// provider's first account (and the events that name none, written before
+// the ledger knew accounts), a sub-account for each other account the
+// event names: wechatpay_clearing:1900054321.
 type Accounting struct {
 	store *dao.Store
+	// First is each provider's first account (PROVIDERS_FILE's order, or
+	// the one the environment configures): its money is in the provider's
+	// clearing account itself.
+	First map[model.Provider]string
 	// OnBooked, if set, is told whether each event was booked or was a
 	// duplicate.
 	OnBooked func(duplicate bool)
@@ -44,7 +51,7 @@ func NewAccounting(store *dao.Store) *Accounting { return &Accounting{store: sto
 // second delivery finds the key and does nothing. Return nil only after
 // commit, so the broker acknowledges only what is booked.
 func (a *Accounting) Book(ctx context.Context, ev model.Event) error {
-	lines, err := journalLines(ev)
+	lines, err := a.journalLines(ev)
 	if err != nil || len(lines) == 0 {
 		return err // nothing to book for this type
 	}
@@ -66,9 +73,17 @@ func (a *Accounting) Book(ctx context.Context, ev model.Event) error {
 	return err
 }
 
+// clearing is the clearing account of provider p's account.
+func (a *Accounting) clearing(p, account string) string {
+	if account == a.First[model.Provider(p)] {
+		account = ""
+	}
+	return model.ClearingAccount(model.Provider(p), account)
+}
+
 // journalLines are the balanced lines an event books (none for events the
 // journal does not track).
-func journalLines(ev model.Event) ([]model.JournalLine, error) {
+func (a *Accounting) journalLines(ev model.Event) ([]model.JournalLine, error) {
 	var debit, credit, amountText string
 	var orderID int64
 	var orderSN string
@@ -78,7 +93,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.ClearingAccount(model.Provider(d.Provider)), model.AccountSales
+		debit, credit = a.clearing(d.Provider, d.Account), model.AccountSales
 		if ev.Type != model.EventOrderPaid {
 			// Money we hold and owe back: it was not applied (or has no
 			// order to be applied to).
@@ -90,7 +105,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountRefundsPayable, model.ClearingAccount(model.Provider(d.Provider))
+		debit, credit = model.AccountRefundsPayable, a.clearing(d.Provider, d.Account)
 		if d.Kind == string(model.RefundAfterSale) || (d.Kind == string(model.RefundConsole) && d.OrderID != 0) {
 			// A refund of a sale: an operator's, or one made from Alipay's
 			// console and found in its bill.
@@ -102,7 +117,7 @@ func journalLines(ev model.Event) ([]model.JournalLine, error) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
 		}
-		debit, credit = model.AccountFeeExpense, model.ClearingAccount(model.Provider(d.Provider))
+		debit, credit = model.AccountFeeExpense, a.clearing(d.Provider, d.Account)
 		fee, err := decimal.NewFromString(d.Amount)
 		if err != nil {
 			return nil, fmt.Errorf("event %s: amount %q", ev.ID, d.Amount)

@@ -43,8 +43,8 @@ func (a App) label() string {
 
 // AppSet is a provider's apps, every account's, in configuration order.
 // As a Provider it is the first account's first app: the one a row that
-// names no app (written before paynotify knew several) belongs to, and
-// what bills are fetched through until reconciliation runs per account.
+// names no app (written before paynotify knew several) belongs to. Each
+// account's bill is fetched through its first app (NewReconcilers).
 //
 // A reload of the configuration puts another set's apps in force in it
 // at once (Swap): every reader holds the set, never a copy of its apps,
@@ -159,25 +159,6 @@ func (ps Providers) choose(p model.Provider, ref string, m model.PayMethod) (App
 		return App{}, fmt.Errorf("%w: %s takes no method %q", model.ErrInvalidRequest, p.Name(), model.Clip(string(m)))
 	}
 	return App{Provider: p, Adapter: gw}, nil
-}
-
-// BillAccounts are the ledger accounts Bills' bill covers: its account,
-// and ” (rows written before the ledger knew accounts, which are the
-// first account's). None for a bare adapter: every row.
-func (ps Providers) BillAccounts(p model.Provider) []string {
-	if set, ok := ps[p].(*AppSet); ok {
-		return []string{"", set.list()[0].Account}
-	}
-	return nil
-}
-
-// Bills is what provider p's bills are fetched through: its first
-// account's first app's adapter (a bill covers an account, not an app),
-// as it is when each bill is fetched (a reload may change its keys). Its
-// optional interfaces (BillKeeper, BillPublisher) are found with
-// billOption.
-func (ps Providers) Bills(p model.Provider) Provider {
-	return ps[p]
 }
 
 // billOption is src as the optional interface T of a bill source

@@ -66,6 +66,7 @@ type appsRig struct {
 	payments  *service.Payments
 	refunds   *service.Refunds
 	checkout  *service.Checkout
+	providers service.Providers
 	notifyURL string
 	gateway   string
 }
@@ -114,6 +115,7 @@ func newAppsRig(t *testing.T, store *dao.Store) *appsRig {
 		t.Fatal(err)
 	}
 	providers := service.Providers{model.ProviderAlipay: service.NewAppSet(set...)}
+	r.providers = providers
 	r.payments = service.NewPayments(store)
 	r.refunds = service.NewRefunds(store, providers, quietLog)
 	r.checkout = service.NewCheckout(store, providers, r.payments, nil, quietLog)

@@ -50,7 +50,7 @@ func TestJournalLinesOfReconciliation(t *testing.T) {
 			model.AccountAlipayClearing, model.AccountSales, "1.00"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lines, err := journalLines(c.ev)
+			lines, err := (&Accounting{}).journalLines(c.ev)
 			if err != nil || len(lines) != 2 {
 				t.Fatalf("lines %+v, %v", lines, err)
 			}

@@ -16,14 +16,19 @@ import (
 type Dashboard struct {
 	store *dao.Store
 	now   func() time.Time
-	// Providers are those whose latest reconciliation the overview shows,
-	// in this order: the configured ones (NewDashboard: every provider).
-	Providers []model.Provider
+	// Accounts are those whose latest reconciliation the overview shows,
+	// in this order: the configured ones (NewDashboard: every provider,
+	// as one account with no id).
+	Accounts []model.BillAccount
 }
 
 // NewDashboard returns the overview over store.
 func NewDashboard(store *dao.Store) *Dashboard {
-	return &Dashboard{store: store, now: time.Now, Providers: model.Providers()}
+	d := &Dashboard{store: store, now: time.Now}
+	for _, p := range model.Providers() {
+		d.Accounts = append(d.Accounts, model.BillAccount{Provider: p})
+	}
+	return d
 }
 
 // ChartMinutes is how many minutes the overview's chart covers.
@@ -61,16 +66,17 @@ type QueueCounts struct {
 	OutboxFailed          model.QueueCount
 	PaymentsUnmatched     model.QueueCount
 	// ReconOpen counts reconciliation items an operator has to look at
-	// (every provider's); LastRuns has each of Dashboard.Providers' newest
+	// (every provider's); LastRuns has each of Dashboard.Accounts' newest
 	// run.
 	ReconOpen model.QueueCount
 	LastRuns  []ProviderRun
 }
 
-// ProviderRun is one provider's newest reconciliation run: Run is nil
-// before its first.
+// ProviderRun is one provider account's newest reconciliation run: Run
+// is nil before its first.
 type ProviderRun struct {
 	Provider model.Provider
+	Account  string
 	Run      *model.ReconRun
 }
 
@@ -143,13 +149,14 @@ func (d *Dashboard) queues(ctx context.Context) (QueueCounts, error) {
 	if q.ReconOpen, err = d.store.ReconQueue(ctx); err != nil {
 		return q, err
 	}
-	for _, p := range d.Providers {
-		runs, err := d.store.ReconRuns(ctx, p, 1)
+	for _, a := range d.Accounts {
+		runs, err := d.store.ReconRuns(ctx, a, 1)
 		if err != nil {
 			return q, err
 		}
-		last := ProviderRun{Provider: p}
+		last := ProviderRun{Provider: a.Provider, Account: a.Account}
 		if len(runs) > 0 {
+			runs[0].Account = a.Account // a run from before accounts is the first's
 			last.Run = &runs[0]
 		}
 		q.LastRuns = append(q.LastRuns, last)

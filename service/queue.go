@@ -46,6 +46,7 @@ type EventRow struct {
 // RunRef names a reconciliation run.
 type RunRef struct {
 	Provider model.Provider
+	Account  string
 	BillDate string
 }
 
@@ -54,7 +55,7 @@ func eventRow(r model.OutboxRow, sn string) EventRow {
 	if r.Event.Type.OfRun() {
 		var d model.FeeEventData
 		if json.Unmarshal(r.Event.Data, &d) == nil && d.Provider != "" {
-			row.Run = &RunRef{Provider: model.Provider(d.Provider), BillDate: d.BillDate}
+			row.Run = &RunRef{Provider: model.Provider(d.Provider), Account: d.Account, BillDate: d.BillDate}
 		}
 	}
 	return row
@@ -147,13 +148,13 @@ func (q *Queues) ReconQueue(ctx context.Context, outcome model.ReconOutcome, ope
 	return rows, n, err
 }
 
-// ReconRuns lists the newest reconciliation runs of every provider, at
-// most limit: newest date first, a date's runs in the order
-// model.Providers() lists them.
+// ReconRuns lists the newest reconciliation runs of every provider and
+// account, at most limit: newest date first, a date's runs in the order
+// model.Providers() lists them, a provider's by account.
 func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, error) {
 	var runs []model.ReconRun
 	for _, p := range model.Providers() {
-		some, err := q.store.ReconRuns(ctx, p, limit)
+		some, err := q.store.ProviderRuns(ctx, p, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func (q *Queues) ReconRuns(ctx context.Context, limit int) ([]model.ReconRun, er
 	return runs[:min(len(runs), limit)], nil
 }
 
-// ReconRunPage is one provider's run of one date for the console: the
+// ReconRunPage is one provider account's run of one date for the console: the
 // run, its attempts, and its first items.
 type ReconRunPage struct {
 	Run     model.ReconRun
@@ -186,18 +187,18 @@ type RunFee struct {
 // ReconRunPageSize is how many of a run's items ReconRun lists.
 const ReconRunPageSize = 500
 
-// ReconRun reads provider's run of date with its attempts and its first
+// ReconRun reads account's run of date with its attempts and its first
 // ReconRunPageSize items (of one outcome if set), each beside where its
 // payment stands now. It reads any provider's runs, configured here or
 // not.
-func (q *Queues) ReconRun(ctx context.Context, provider model.Provider, date string, outcome model.ReconOutcome) (ReconRunPage, error) {
+func (q *Queues) ReconRun(ctx context.Context, account model.BillAccount, date string, outcome model.ReconOutcome) (ReconRunPage, error) {
 	if _, err := ParseBillDate(date); err != nil {
 		return ReconRunPage{}, err
 	}
 	if outcome != "" && !outcome.Valid() {
 		return ReconRunPage{}, fmt.Errorf("%w: outcome %q", model.ErrInvalidRequest, outcome)
 	}
-	run, err := q.store.ReconRun(ctx, provider, date)
+	run, err := q.store.ReconRun(ctx, account, date)
 	if err != nil {
 		return ReconRunPage{}, err
 	}

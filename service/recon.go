@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // Beijing day at a time, and repairs what the bill proves we missed —
 // through exactly the notification path, Payments.Observe.
 //
-// A run is idempotent: one run row per (provider, bill date), claimed by
+// A run is idempotent: one run row per (provider, account, bill date) —
+// a bill covers one account — claimed by
 // compare-and-set with a lease (so of several instances one runs a date at
 // a time); re-running recomputes the date's items, and neither a repair nor
 // a fee is done twice (a repaired payment is in the ledger the next time;
@@ -26,8 +28,11 @@ type BillReconciler struct {
 	store    *dao.Store
 	bills    BillSource
 	payments *Payments
-	// Provider is whose bill this reconciles (Alipay's, unless set).
+	// Provider is whose bill this reconciles (Alipay's, unless set), and
+	// Account the provider account it covers (its runs are that
+	// account's; '' for a provider of one account with no id).
 	Provider model.Provider
+	Account  string
 	// Accounts are the ledger accounts the bill covers: only their rows
 	// are looked for in it. Empty, every row of the provider (one
 	// account). A bill covers one account, and '' is a row written before
@@ -201,12 +206,12 @@ func (r *BillReconciler) claim(ctx context.Context, date string, act *model.Act)
 	if act != nil {
 		key := act.Key
 		if key == "" {
-			key = apiKey(model.AuditReconRun, string(r.Provider), date, r.owner, strconv.FormatInt(started.UnixNano(), 10))
+			key = apiKey(model.AuditReconRun, string(r.Provider), r.Account, date, r.owner, strconv.FormatInt(started.UnixNano(), 10))
 		}
 		audit = &model.Audit{Key: key, Operator: act.Operator, Action: model.AuditReconRun, TargetKind: model.TargetReconRun,
-			TargetID: model.RunTarget(r.Provider, date), After: model.AuditReconRunAsked, Note: act.Note}
+			TargetID: model.RunTarget(r.Provider, r.Account, date), After: model.AuditReconRunAsked, Note: act.Note}
 	}
-	run, attempt, err := r.store.ClaimRun(ctx, r.Provider, date, r.owner, started, r.Lease, audit)
+	run, attempt, err := r.store.ClaimRun(ctx, r.Of(), date, r.owner, started, r.Lease, audit)
 	if err != nil {
 		return claimed{}, err
 	}
@@ -219,7 +224,7 @@ func (r *BillReconciler) finish(ctx context.Context, c claimed) (model.ReconRun,
 	run, attempt, date, started := c.run, c.attempt, c.run.BillDate, c.started
 	res := r.attempt(ctx, run, attempt, c.day)
 	if res.State == model.ReconFailed {
-		r.log.Error("reconciliation failed", "bill_date", date, "attempt", attempt, "reason", res.Error)
+		r.log.Error("reconciliation failed", "provider", r.Provider, "account", r.Account, "bill_date", date, "attempt", attempt, "reason", res.Error)
 	}
 	if err := ctx.Err(); err != nil {
 		// Stopped (SIGTERM): nothing more is waited for. The run stays
@@ -229,17 +234,18 @@ func (r *BillReconciler) finish(ctx context.Context, c claimed) (model.ReconRun,
 	if err := r.store.FinishRun(ctx, run.ID, r.owner, attempt, res, r.now()); err != nil {
 		return model.ReconRun{}, err
 	}
-	out, err := r.store.ReconRun(ctx, r.Provider, date)
+	out, err := r.store.ReconRun(ctx, r.Of(), date)
 	if err != nil {
 		return model.ReconRun{}, err
 	}
+	out = r.own(out)
 	if r.OnFinished != nil {
 		r.OnFinished(out, r.now().Sub(started))
 	}
 	if out.State == model.ReconDone && out.Unresolved > 0 {
-		r.log.Warn("reconciliation found differences", "bill_date", date, "unresolved", out.Unresolved, "counts", out.Counts)
+		r.log.Warn("reconciliation found differences", "provider", r.Provider, "account", r.Account, "bill_date", date, "unresolved", out.Unresolved, "counts", out.Counts)
 	} else if out.State == model.ReconDone {
-		r.log.Info("reconciliation clean", "bill_date", date, "bill_payments", out.Bill.Payments, "ledger_payments", out.Ledger.Payments)
+		r.log.Info("reconciliation clean", "provider", r.Provider, "account", r.Account, "bill_date", date, "bill_payments", out.Bill.Payments, "ledger_payments", out.Ledger.Payments)
 	}
 	return out, nil
 }
@@ -294,6 +300,21 @@ func (r *BillReconciler) attempt(ctx context.Context, run model.ReconRun, attemp
 		r.log.Info("reconciliation found in this bill what other days' runs called missing", "bill_date", run.BillDate, "resolved", found)
 	}
 	return dao.RunResult{State: model.ReconDone, Bill: totals, Ledger: ledger, Items: m.items, Repaired: m.repaired}
+}
+
+// Of is the account whose runs these are: its first account's, for a
+// reconciler of the rows that name no account too (Accounts holds "").
+func (r *BillReconciler) Of() model.BillAccount {
+	return model.BillAccount{Provider: r.Provider, Account: r.Account, Legacy: slices.Contains(r.Accounts, "")}
+}
+
+// own is run as this reconciler shows it: a run from before runs were
+// kept per account is its account's.
+func (r *BillReconciler) own(run model.ReconRun) model.ReconRun {
+	if run.Account == "" {
+		run.Account = r.Account
+	}
+	return run
 }
 
 // Payments is the payment use case repairs go through.

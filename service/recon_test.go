@@ -494,7 +494,7 @@ func (r *reconRig) raceTwoInstances(t *testing.T, provider model.Provider, first
 		}
 		r.bookAll(t, accounting)
 		paid, fees := dec(raceAmount).Mul(decimal.NewFromInt(int64(round+1))), dec(raceFee).Mul(decimal.NewFromInt(int64(round+1)))
-		clearing, expense := r.journalTotal(t, model.ClearingAccount(provider)), r.journalTotal(t, model.AccountFeeExpense)
+		clearing, expense := r.journalTotal(t, model.ClearingAccount(provider, "")), r.journalTotal(t, model.AccountFeeExpense)
 		if !clearing.Debit.Equal(paid) || !clearing.Credit.Equal(fees) || !expense.Debit.Equal(fees) || !expense.Credit.IsZero() {
 			t.Fatalf("%s: after %d rounds %s is %+v and %s %+v; want %s paid in, %s of fees out",
 				date, round+1, clearing.Account, clearing, model.AccountFeeExpense, expense, paid, fees)

@@ -13,7 +13,11 @@ func (r *BillReconciler) Runs(ctx context.Context, limit int) ([]model.ReconRun,
 	if limit <= 0 || limit > 366 {
 		limit = 60
 	}
-	return r.store.ReconRuns(ctx, r.Provider, limit)
+	runs, err := r.store.ReconRuns(ctx, r.Of(), limit)
+	for i := range runs {
+		runs[i] = r.own(runs[i])
+	}
+	return runs, err
 }
 
 // RunDetail is a run with its attempts and its items.
@@ -35,11 +39,11 @@ func (r *BillReconciler) Detail(ctx context.Context, date string, outcome model.
 	if limit <= 0 || limit > 10000 {
 		limit = 1000
 	}
-	run, err := r.store.ReconRun(ctx, r.Provider, date)
+	run, err := r.store.ReconRun(ctx, r.Of(), date)
 	if err != nil {
 		return RunDetail{}, err
 	}
-	d := RunDetail{ReconRun: run}
+	d := RunDetail{ReconRun: r.own(run)}
 	if d.History, err = r.store.ReconAttempts(ctx, run.ID); err != nil {
 		return RunDetail{}, err
 	}
@@ -65,7 +69,7 @@ func (r *BillReconciler) ResolveItem(ctx context.Context, date string, id int64,
 	if operator == "" || len(operator) > 64 {
 		return model.ReconItem{}, fmt.Errorf("%w: operator must be 1 to 64 bytes", model.ErrInvalidRequest)
 	}
-	run, err := r.store.ReconRun(ctx, r.Provider, date)
+	run, err := r.store.ReconRun(ctx, r.Of(), date)
 	if err != nil {
 		return model.ReconItem{}, err
 	}

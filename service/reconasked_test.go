@@ -51,7 +51,7 @@ func TestRunAskedOutlivesItsRequest(t *testing.T) {
 		close(release)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			got, err := store.ReconRun(ctx, model.ProviderAlipay, reconDay)
+			got, err := store.ReconRun(ctx, model.BillAccount{Provider: model.ProviderAlipay}, reconDay)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestRunAskedWhileStopping(t *testing.T) {
 	if _, _, err := rec.RunAsked(request, reconDay); !errors.Is(err, model.ErrUnavailable) {
 		t.Fatalf("asked while stopping: %v, want ErrUnavailable", err)
 	}
-	if got, err := store.ReconRun(ctx, model.ProviderAlipay, reconDay); err != nil || got.State != model.ReconRunning {
+	if got, err := store.ReconRun(ctx, model.BillAccount{Provider: model.ProviderAlipay}, reconDay); err != nil || got.State != model.ReconRunning {
 		t.Fatalf("run after the stop: %+v %v, want RUNNING", got, err)
 	}
 }

@@ -18,12 +18,17 @@ const (
 )
 
 // Name names the daily reconciliation job in logs and metrics, by its
-// provider.
+// provider and account: a provider's first account's as the provider's
+// was named before runs were kept per account.
 func (r *BillReconciler) Name() string {
+	name := "reconciliation_" + string(r.Provider)
 	if r.Provider == model.DefaultProvider {
-		return "reconciliation" // as it was named before WeChat Pay
+		name = "reconciliation" // as it was named before WeChat Pay
 	}
-	return "reconciliation_" + string(r.Provider)
+	if r.Account != "" && !r.Of().Legacy {
+		name += "_" + r.Account
+	}
+	return name
 }
 
 // RunOnce is one round of the daily job: it reconciles yesterday (Beijing)
@@ -35,7 +40,7 @@ func (r *BillReconciler) Name() string {
 func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 	now := r.now()
 	today := r.today()
-	runs, err := r.store.ReconRuns(ctx, r.Provider, reconLookback+1)
+	runs, err := r.store.ReconRuns(ctx, r.Of(), reconLookback+1)
 	if err != nil {
 		return 0, err
 	}

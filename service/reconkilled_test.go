@@ -40,7 +40,7 @@ func (b *killingBill) Entries(fn func(model.BillEntry) error) error {
 	// Batch 1: the line is being repaired; wait until it is counted.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		run, err := b.store.ReconRun(context.Background(), model.ProviderAlipay, reconDay)
+		run, err := b.store.ReconRun(context.Background(), model.BillAccount{Provider: model.ProviderAlipay}, reconDay)
 		if err != nil {
 			continue
 		}
@@ -79,7 +79,7 @@ func TestKilledAttemptAbandoned(t *testing.T) {
 		}
 		attempts := func() []model.ReconAttempt {
 			t.Helper()
-			run, err := store.ReconRun(ctx, model.ProviderAlipay, reconDay)
+			run, err := store.ReconRun(ctx, model.BillAccount{Provider: model.ProviderAlipay}, reconDay)
 			if err != nil {
 				t.Fatal(err)
 			}

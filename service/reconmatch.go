@@ -164,7 +164,7 @@ func (m *matcher) flush(ctx context.Context, batch []model.BillEntry) error {
 		}
 		seen = append(seen, model.SeenLine{Kind: model.BillRefund, Ref: e.OutRequestNo, TradeNo: e.TradeNo, Amount: amount, Fee: e.Fee})
 	}
-	if _, err := r.store.RecordSeen(ctx, r.Provider, m.date, seen, m.feeEvent); err != nil {
+	if _, err := r.store.RecordSeen(ctx, r.Provider, r.Account, m.date, seen, m.feeEvent); err != nil {
 		return err
 	}
 	return m.save(ctx, items)
@@ -200,7 +200,7 @@ func (m *matcher) feeEvent(fresh []model.SeenLine) (*model.Event, error) {
 		return nil, nil
 	}
 	ev, err := newEvent(model.EventFeesBooked, m.run.ID, model.FeeEventData{
-		Provider: string(m.r.Provider), BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
+		Provider: string(m.r.Provider), Account: m.r.Account, BillDate: m.date, Lines: len(fresh), Amount: sum.Neg().StringFixed(2),
 	}, m.r.now())
 	return &ev, err
 }
@@ -228,7 +228,9 @@ func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
 // when nothing could be recorded.
 func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconItem, *model.Payment, error) {
 	at := e.FinishedAt
-	n := model.Observation{Provider: m.r.Provider, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
+	// The bill names the account, not the app: the repaired payment is
+	// the account's, its refunds through the account's first app.
+	n := model.Observation{Provider: m.r.Provider, Account: m.r.Account, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
 		PaidAt: &at, Ref: model.BillRef(m.date)}
 	it := model.ReconItem{Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, BillAmount: amountPtr(e.Amount)}
 	pay, outcome, err := m.r.payments.Observe(ctx, n)

@@ -238,10 +238,10 @@ func TestRetention(t *testing.T) {
 
 		// A purged date is never reconciled again (its fees would be booked
 		// twice); one whose lines are kept still can be.
-		if _, _, err := store.ClaimRun(ctx, model.ProviderAlipay, "2026-08-01", "x", retentionNow, time.Minute, nil); !errors.Is(err, model.ErrRunPurged) {
+		if _, _, err := store.ClaimRun(ctx, model.BillAccount{Provider: model.ProviderAlipay}, "2026-08-01", "x", retentionNow, time.Minute, nil); !errors.Is(err, model.ErrRunPurged) {
 			t.Errorf("claim of a purged date: %v, want ErrRunPurged", err)
 		}
-		if _, _, err := store.ClaimRun(ctx, model.ProviderAlipay, "2026-08-03", "x", retentionNow, time.Minute, nil); err != nil {
+		if _, _, err := store.ClaimRun(ctx, model.BillAccount{Provider: model.ProviderAlipay}, "2026-08-03", "x", retentionNow, time.Minute, nil); err != nil {
 			t.Errorf("claim of a kept date: %v", err)
 		}
 	})
@@ -257,7 +257,7 @@ func retentionDay(days int) string {
 func TestRetentionSparesARunningDate(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
 		reconRun(t, store, "2026-08-01", model.ReconDone, 0, 0, 3)
-		if _, _, err := store.ClaimRun(t.Context(), model.ProviderAlipay, "2026-08-01", "x", retentionNow, time.Hour, nil); err != nil {
+		if _, _, err := store.ClaimRun(t.Context(), model.BillAccount{Provider: model.ProviderAlipay}, "2026-08-01", "x", retentionNow, time.Hour, nil); err != nil {
 			t.Fatal(err)
 		}
 		r := service.NewRetention(store)
