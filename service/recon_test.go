@@ -625,8 +625,9 @@ type lateProvider struct{ service.Provider }
 
 func (lateProvider) BillPublished() time.Duration { return 10 * time.Hour }
 
-// A provider's apps as serve wires them (an AppSet, which a reload swaps)
-// keep their default adapter's optional interfaces as a bill source,
+// A provider's apps as serve wires them (an AppSet, which a reload swaps,
+// and a reconciler per account) keep the account's adapter's optional
+// interfaces as a bill source,
 // before and after a swap: the daily job still waits for a late bill.
 func TestReconcileAppSetKeepsTheAdaptersOptions(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
@@ -636,7 +637,7 @@ func TestReconcileAppSetKeepsTheAdaptersOptions(t *testing.T) {
 		app := service.App{Provider: model.ProviderAlipay, Account: rigSellerID, ID: rigAppID, Adapter: lateProvider{alipay.NewProvider(r.gw, "", "")}}
 		set := service.NewAppSet(app)
 		providers := service.Providers{model.ProviderAlipay: set}
-		rec := service.NewBillReconciler(store, providers.Bills(model.ProviderAlipay), r.payments, quietLog)
+		rec := service.NewReconcilers(store, providers, r.payments, quietLog)[model.ProviderAlipay][0]
 		set.Swap(service.NewAppSet(app)) // a reload: another set of the same adapter kind
 		var now time.Time
 		rec.SetClock(func() time.Time { return now })
