@@ -86,7 +86,13 @@ func TestDevReplaysWeChatPayTestdata(t *testing.T) {
 	waitForMetrics(t, base, []string{
 		fmt.Sprintf(`paynotify_notify_answers_total{answer="failure",provider="wechatpay"} %d`, failures),
 		fmt.Sprintf(`paynotify_notify_answers_total{answer="success",provider="wechatpay"} %d`, successes),
+		// 07 names a merchant, 08 an appid, this instance is not
+		// configured for: the buyer paid somewhere, counted as such.
+		`paynotify_notify_refused_total{provider="wechatpay",reason="unknown_app"} 2`,
 	}, nil)
+	for _, id := range []string{`mchid \"1900009999\"`, `appid \"wxd999999999999999\"`} {
+		waitFor(t, "a WARN line naming "+id, func() bool { return strings.Contains(logs.String(), id) })
+	}
 
 	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
 	if err != nil {

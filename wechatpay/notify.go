@@ -363,7 +363,7 @@ func (c *Client) transaction(t paidResource) (Transaction, error) {
 // no appid: pass "" to check only the mchid.
 func (c *Client) ours(mchID, appID string) error {
 	if mchID != c.mchID {
-		return fmt.Errorf("%w: mchid %q", model.ErrWrongMerchant, clip(mchID))
+		return fmt.Errorf("%w: mchid %q is not ours", model.ErrUnknownApp, clip(mchID))
 	}
 	if !c.appIDs[appID] {
 		return fmt.Errorf("%w: appid %q of mchid %q", model.ErrUnknownApp, clip(appID), clip(mchID))
@@ -378,7 +378,7 @@ func (c *Client) refundHint(plain []byte) (RefundHint, error) {
 		return RefundHint{}, fmt.Errorf("%w: resource is not a refund: %v", model.ErrInvalidNotification, err)
 	}
 	if r.MchID != c.mchID {
-		return RefundHint{}, fmt.Errorf("%w: mchid %q", model.ErrWrongMerchant, clip(r.MchID))
+		return RefundHint{}, fmt.Errorf("%w: mchid %q is not ours", model.ErrUnknownApp, clip(r.MchID))
 	}
 	if r.OutRefundNo == "" {
 		return RefundHint{}, fmt.Errorf("%w: no out_refund_no", model.ErrInvalidNotification)
