@@ -569,3 +569,120 @@ func testReloadAlipayCertificate(t *testing.T, driver string, n int) {
 		t.Errorf("a notice signed with the dropped certificate's key was accepted")
 	}
 }
+
+// The environment form reloads its key files too (POST /admin/reload on
+// an in-process serve): Alipay's public key replaced in
+// ALIPAY_PUBLIC_KEY_FILE is in force after the reload, and a file that
+// does not parse is refused with the variable named and changes nothing
+// (the key in force goes on, nothing of the file is logged).
+func TestReloadEnvironmentForm(t *testing.T) {
+	r := newRotation(t)
+	appKey, _ := newKeyPair(t)
+	oldKey, oldPub := newKeyPair(t)
+	newKey, newPub := newKeyPair(t)
+	pubFile := r.write(t, "alipay_public_key.pem", oldPub)
+	db := filepath.Join(r.dir, "env.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ADMIN_TOKEN=" + rotationAdminToken, "PUBLIC_URL=https://pay.example",
+		"RECON_AT=off", "ALIPAY_APP_ID=2021000000000025", "ALIPAY_SELLER_ID=2088000000000025",
+		"ALIPAY_APP_PRIVATE_KEY_FILE=" + r.write(t, "app_private_key.pem", appKey), "ALIPAY_PUBLIC_KEY_FILE=" + pubFile}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	base, logs := start(t, []string{"serve"}, environ)
+	r.in = &instance{base: base, log: logs}
+	a := alipayRenewal{app: "2021000000000025", seller: "2088000000000025"}
+	sn := func(i int) string { return fmt.Sprintf("ALI-%09d", i) }
+	createOrders(t, store, 3, sn)
+	notify := base + "/alipay/notify"
+	answer := func(i int, key string) string {
+		t.Helper()
+		req, err := a.notice(t, notify, sn(i), rotationCert{key: key})()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := r.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rsp.Body.Close()
+		b, _ := io.ReadAll(rsp.Body)
+		return string(b)
+	}
+	if got := answer(0, newKey); got != "failure" {
+		t.Fatalf("signed with a key not yet configured: %q", got)
+	}
+	r.write(t, "alipay_public_key.pem", newPub)
+	if status, body := r.reloadAsked(t, "Alipay key replaced"); status != http.StatusOK || !strings.Contains(body, `"app":"2021000000000025"`) {
+		t.Fatalf("reload: %d %s", status, body)
+	}
+	if got := answer(0, newKey); got != "success" {
+		t.Fatalf("signed with the reloaded key: %q", got)
+	}
+	if got := answer(1, oldKey); got != "failure" {
+		t.Fatalf("signed with the replaced key: %q", got)
+	}
+
+	r.write(t, "alipay_public_key.pem", "not a key")
+	status, body := r.reloadAsked(t, "")
+	if status != http.StatusUnprocessableEntity || !strings.Contains(body, "config_refused") || !strings.Contains(body, "ALIPAY_PUBLIC_KEY") {
+		t.Fatalf("a key that does not parse: %d %s, want 422 naming ALIPAY_PUBLIC_KEY", status, body)
+	}
+	if got := answer(1, newKey); got != "success" {
+		t.Fatalf("after a refused reload the key in force: %q", got)
+	}
+	if v := r.gauge(t, "paynotify_config_reload_success"); v != "0" {
+		t.Errorf("paynotify_config_reload_success %s after a refused reload, want 0", v)
+	}
+	if !strings.Contains(logs.String(), "configuration reload refused: nothing changed") {
+		t.Errorf("no ERROR line for the refused reload:\n%s", logs)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "not a key") || strings.Contains(line, "PRIVATE KEY-----") {
+			t.Errorf("a log line quotes key material: %s", line)
+		}
+	}
+}
+
+// What the routes, jobs and reconciliation were wired with at start is
+// not reloaded: a PROVIDERS_FILE whose provider's first account changed
+// is refused as needing a restart (the seller in force goes on), while
+// an app added under it is taken.
+func TestReloadNeedsRestart(t *testing.T) {
+	r := newRotation(t)
+	appKey, _ := newKeyPair(t)
+	_, alipayPub := newKeyPair(t)
+	keyFile, pubFile := r.write(t, "app_private_key.pem", appKey), r.write(t, "alipay_public_key.pem", alipayPub)
+	file := func(apps ...string) string {
+		var b strings.Builder
+		for i := 0; i < len(apps); i += 2 {
+			if i == 0 || apps[i] != apps[i-2] {
+				fmt.Fprintf(&b, "  - seller_id: %q\n    apps:\n", apps[i])
+			}
+			fmt.Fprintf(&b, "      - {app_id: %q, private_key_file: %s, alipay_public_key_file: %s}\n", apps[i+1], keyFile, pubFile)
+		}
+		return "alipay:\n" + b.String()
+	}
+	r.file = r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026"))
+	db := filepath.Join(r.dir, "restart.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ADMIN_TOKEN=" + rotationAdminToken, "PUBLIC_URL=https://pay.example",
+		"RECON_AT=off", "PROVIDERS_FILE=" + r.file}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	base, logs := start(t, []string{"serve"}, environ)
+	r.in = &instance{base: base, log: logs}
+	r.write(t, "providers.yaml", file("2088000000000027", "2021000000000027", "2088000000000026", "2021000000000026"))
+	if status, body := r.reloadAsked(t, ""); status != http.StatusUnprocessableEntity || !strings.Contains(body, "needs a restart") {
+		t.Fatalf("first account changed: %d %s, want 422 saying it needs a restart", status, body)
+	}
+	r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026", "2088000000000027", "2021000000000027"))
+	status, body := r.reloadAsked(t, "")
+	if status != http.StatusOK || !strings.Contains(body, `"account":"2088000000000027"`) || !strings.Contains(body, `"account":"2088000000000026"`) {
+		t.Fatalf("a second seller added: %d %s", status, body)
+	}
+}
