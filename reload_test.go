@@ -597,7 +597,7 @@ func TestReloadEnvironmentForm(t *testing.T) {
 	r.in = &instance{base: base, log: logs}
 	a := alipayRenewal{app: "2021000000000025", seller: "2088000000000025"}
 	sn := func(i int) string { return fmt.Sprintf("ALI-%09d", i) }
-	createOrders(t, store, 3, sn)
+	createOrders(t, store, 20, sn)
 	notify := base + "/alipay/notify"
 	answer := func(i int, key string) string {
 		t.Helper()
@@ -625,6 +625,38 @@ func TestReloadEnvironmentForm(t *testing.T) {
 	}
 	if got := answer(1, oldKey); got != "failure" {
 		t.Fatalf("signed with the replaced key: %q", got)
+	}
+
+	// Reloads race each other and notifications: each answers 200, each
+	// is audited once, and every notification is taken.
+	const racing = 8
+	var wg sync.WaitGroup
+	statuses := make(chan int, racing)
+	d := &deliverer{client: r.client, url: notify, accepted: func(_ int, body string) bool { return body == "success" }, tries: 3}
+	for i := range racing {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			status, _ := r.reloadAsked(t, fmt.Sprintf("race %d", i))
+			statuses <- status
+		}()
+		go func() {
+			defer wg.Done()
+			d.deliver(sn(10+i), a.notice(t, notify, sn(10+i), rotationCert{key: newKey}))
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for status := range statuses {
+		if status != http.StatusOK {
+			t.Errorf("a racing reload answered %d", status)
+		}
+	}
+	if len(d.lost) > 0 {
+		t.Fatalf("notices refused while reloads raced: %v", d.lost)
+	}
+	if audit, err := store.AuditPage(context.Background(), model.OperatorAdminAPI, 0, 100, false); err != nil || len(audit) != racing+1 {
+		t.Errorf("admin_audit holds %d reloads (%v), want %d", len(audit), err, racing+1)
 	}
 
 	r.write(t, "alipay_public_key.pem", "not a key")
