@@ -235,9 +235,9 @@ func summary(apps []service.App) string {
 // alipayNotices verifies Alipay's notifications with the apps in force.
 type alipayNotices struct{ r *reloader }
 
-// VerifyNotification is the apps' in force (alipay.Apps).
-func (v alipayNotices) VerifyNotification(ctx context.Context, form url.Values) error {
-	return v.r.alipay.Load().VerifyNotification(ctx, form)
+// ReadNotification is the apps' in force (alipay.Apps).
+func (v alipayNotices) ReadNotification(ctx context.Context, form url.Values) (model.Notice, error) {
+	return v.r.alipay.Load().ReadNotification(ctx, form)
 }
 
 // weChatNotices verifies WeChat Pay's notifications with the merchant's

@@ -137,7 +137,7 @@ func TestSign(t *testing.T) {
 			if err := dev.VerifyNotification(context.Background(), signed); err != nil {
 				t.Fatalf("the signed form does not verify with the development Alipay public key: %v", err)
 			}
-			if _, err := model.ParseNotification(signed.Get); err != nil {
+			if _, err := alipay.ParseNotification(signed.Get); err != nil {
 				t.Fatalf("the signed form is no notification: %v", err)
 			}
 			tampered := cloneForm(signed)

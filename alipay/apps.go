@@ -47,9 +47,18 @@ func (a *Apps) First() *Client { return a.clients[0] }
 // model.ErrUnknownApp naming the app_id and seller_id it gave: no key of
 // ours can say whether Alipay signed it, and nothing of it is taken.
 func (a *Apps) VerifyNotification(ctx context.Context, form url.Values) error {
-	c, ok := a.byID[form.Get(fieldAppID)]
-	if !ok {
-		return fmt.Errorf("%w: app_id %q (seller_id %q) is not ours", model.ErrUnknownApp, model.Clip(form.Get(fieldAppID)), model.Clip(form.Get(fieldSellerID)))
+	c, err := a.route(form)
+	if err != nil {
+		return err
 	}
 	return c.VerifyNotification(ctx, form)
+}
+
+// route is the client of the app form names.
+func (a *Apps) route(form url.Values) (*Client, error) {
+	c, ok := a.byID[form.Get(fieldAppID)]
+	if !ok {
+		return nil, fmt.Errorf("%w: app_id %q (seller_id %q) is not ours", model.ErrUnknownApp, model.Clip(form.Get(fieldAppID)), model.Clip(form.Get(fieldSellerID)))
+	}
+	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/alipay"
 	"paynotify/fakealipay"
 	"paynotify/model"
 )
@@ -59,7 +60,7 @@ func TestPrecreatePayQuery(t *testing.T) {
 			t.Errorf("notification %s = %q, want %q", k, got, want)
 		}
 	}
-	n, err := model.ParseNotification(f.Get)
+	n, err := alipay.ParseNotification(f.Get)
 	if err != nil {
 		t.Fatalf("the service's parser refuses the notification: %v", err)
 	}

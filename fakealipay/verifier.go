@@ -20,19 +20,18 @@ type Verifier struct {
 	Fake   *Server
 }
 
-// VerifyNotification is the service's verifier (handler.Verifier).
-func (v Verifier) VerifyNotification(ctx context.Context, form url.Values) error {
-	if err := v.Client.VerifyNotification(ctx, form); err != nil {
-		return err
+// ReadNotification is the service's reader of notifications
+// (handler.Verifier): Client's, then the fake is told of the paid trade.
+func (v Verifier) ReadNotification(ctx context.Context, form url.Values) (model.Notice, error) {
+	n, err := v.Client.ReadNotification(ctx, form)
+	if err != nil || n.Payment.TradeNo == "" {
+		return n, err // the service refuses or ignores it: no trade to know
 	}
-	n, err := model.ParseNotification(form.Get)
-	if err != nil || !n.TradeStatus.Paid() || n.IsRefund() {
-		return nil // the service refuses or ignores it: no trade to know
-	}
+	p := n.Payment
 	paidAt := time.Now()
-	if n.GmtPayment != nil {
-		paidAt = *n.GmtPayment
+	if p.PaidAt != nil {
+		paidAt = *p.PaidAt
 	}
-	v.Fake.AddPaidTrade(n.OutTradeNo, n.TradeNo, n.TotalAmount, paidAt) // a known trade is left as it is
-	return nil
+	v.Fake.AddPaidTrade(p.OutTradeNo, p.TradeNo, p.Amount, paidAt) // a known trade is left as it is
+	return n, nil
 }

@@ -29,9 +29,10 @@ const (
 )
 
 // Verifier checks that a notification form was signed by Alipay for this
-// merchant.
+// merchant and says it in the ledger's terms (alipay.Apps,
+// alipay.Client): the handler reads the form, the adapter what it means.
 type Verifier interface {
-	VerifyNotification(ctx context.Context, form url.Values) error
+	ReadNotification(ctx context.Context, form url.Values) (model.Notice, error)
 }
 
 // Alipay serves Alipay's asynchronous notifications.
@@ -81,40 +82,38 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 	if err != nil {
 		return "", bodyError(err)
 	}
-	if err := a.verifier.VerifyNotification(ctx, form); err != nil {
-		return "", err
-	}
-	n, err := model.ParseNotification(form.Get)
+	n, err := a.verifier.ReadNotification(ctx, form)
 	if err != nil {
 		return "", err
 	}
-	logAlso(c, slog.String("notify_id", n.NotifyID), slog.String("trade_status", string(n.TradeStatus)))
+	logAlso(c, slog.String("notify_id", n.ID), slog.String("trade_status", n.Status))
 	for _, d := range n.Dropped {
 		logger(c).Warn("notification field dropped", "field", d)
 	}
-	if n.IsRefund() {
+	if n.Refund {
 		// Money going back is never a payment. The refund worker confirms
 		// it by query; the notice only hurries it.
-		if a.refunds != nil && model.ValidID(n.OutBizNo) {
-			if err := a.refunds.Notified(ctx, n.OutBizNo); err != nil {
+		if a.refunds != nil && n.RefundNo != "" {
+			if err := a.refunds.Notified(ctx, n.RefundNo); err != nil {
 				return "", err
 			}
 		}
-		logAlso(c, slog.String("outcome", "refund_notice"), slog.String("out_biz_no", n.OutBizNo), slog.String("refund_fee", n.RefundFee))
+		logAlso(c, slog.String("outcome", "refund_notice"), slog.String("out_biz_no", n.RefundNo))
 		return "refund_notice", nil
 	}
-	if !n.TradeStatus.Paid() {
+	if n.Payment.TradeNo == "" {
 		// WAIT_BUYER_PAY, TRADE_CLOSED: no money moved. Closes and refunds
 		// are confirmed by query, never taken from a notification alone.
 		logAlso(c, slog.String("outcome", "ignored"))
 		return "ignored", nil
 	}
-	pay, outcome, err := a.payments.Observe(ctx, n.Observation())
+	p := n.Payment
+	pay, outcome, err := a.payments.Observe(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	logAlso(c, slog.String("outcome", string(outcome)), slog.String("out_trade_no", n.OutTradeNo),
-		slog.String("trade_no", n.TradeNo), slog.String("amount", n.TotalAmount.StringFixed(2)),
+	logAlso(c, slog.String("outcome", string(outcome)), slog.String("out_trade_no", p.OutTradeNo),
+		slog.String("trade_no", p.TradeNo), slog.String("amount", p.Amount.StringFixed(2)),
 		slog.String("state", string(pay.State)), slog.String("reason", string(pay.Reason)))
 	return string(outcome), nil
 }

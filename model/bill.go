@@ -90,7 +90,7 @@ func (e BillEntry) Check() error {
 	if e.Fee.Abs().GreaterThan(MaxAmount) {
 		return fail(fmt.Errorf("a fee of %s", Clip(e.Fee.String())))
 	}
-	if e.FinishedAt.Before(earliestPayment) {
+	if e.FinishedAt.Before(EarliestPayment) {
 		return fail(fmt.Errorf("a %s finished at %s, before any payment", e.Kind, e.FinishedAt.Format(time.DateTime)))
 	}
 	return nil

@@ -7,10 +7,6 @@ import "strings"
 // number than promised still fits).
 const maxIDLen = 128
 
-// maxOutTradeNoLen is out_trade_no's documented length, String(64), and
-// order_sn's column.
-const maxOutTradeNoLen = 64
-
 // ValidID reports whether s can name something of ours: an order_sn, an
 // out_trade_no, Alipay's trade_no, a refund's out_request_no — 1 to 128
 // visible ASCII characters without '&' or '='. The columns holding them
@@ -22,7 +18,7 @@ const maxOutTradeNoLen = 64
 // identifier holding them could be a neighbouring field glued onto it.
 // (A loop, not a regexp: every notification checks several.)
 func ValidID(s string) bool {
-	if len(s) > maxIDLen || !visibleASCII(s) {
+	if len(s) > maxIDLen || !VisibleASCII(s) {
 		return false
 	}
 	return !strings.ContainsAny(s, "&=")
@@ -59,8 +55,8 @@ func Recordable(s string, max int) bool {
 // 128, twice what Alipay documents.
 const MaxTradeNoLen = maxIDLen
 
-// visibleASCII reports whether s is one or more of '!' to '~'.
-func visibleASCII(s string) bool {
+// VisibleASCII reports whether s is one or more of '!' to '~'.
+func VisibleASCII(s string) bool {
 	if s == "" {
 		return false
 	}

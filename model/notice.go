@@ -9,4 +9,13 @@ type Notice struct {
 	ID       string
 	Payment  Observation
 	RefundNo string
+	// Refund is set on a refund's notice, RefundNo or not (a number that
+	// is no id of ours is left out, and named in Dropped).
+	Refund bool
+	// Status is the provider's word for the trade's state, for the log.
+	Status string
+	// Dropped says, one line each, which reference fields the adapter
+	// left out as unusable: the notice is still taken; the notify path
+	// logs each as a warning.
+	Dropped []string
 }

@@ -69,12 +69,6 @@ func (o Observation) Check() error {
 	return nil
 }
 
-// Observation is a paid notification as the ledger takes it.
-func (n Notification) Observation() Observation {
-	return Observation{Provider: ProviderAlipay, TradeNo: n.TradeNo, OutTradeNo: n.OutTradeNo,
-		Amount: n.TotalAmount, PaidAt: n.GmtPayment, Ref: n.NotifyID, Account: n.SellerID, App: n.AppID, Status: string(n.TradeStatus)}
-}
-
 // Observation is a trade a query of attempt a found paid, as the ledger
 // takes it: in a's account and app, which were asked.
 func (t Trade) Observation(a PayAttempt) Observation {

@@ -42,7 +42,7 @@ func checkPatterns(t *testing.T, s string) {
 	if got, want := isAmount(s), amountRegexp.MatchString(s); got != want {
 		t.Errorf("isAmount(%q) = %v, regexp says %v", s, got, want)
 	}
-	if got, want := visibleASCII(s), notifyIDRegexp.MatchString(s); got != want {
-		t.Errorf("visibleASCII(%q) = %v, regexp says %v", s, got, want)
+	if got, want := VisibleASCII(s), notifyIDRegexp.MatchString(s); got != want {
+		t.Errorf("VisibleASCII(%q) = %v, regexp says %v", s, got, want)
 	}
 }

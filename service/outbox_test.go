@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"paynotify/alipay"
 	"paynotify/broker"
 	"paynotify/broker/natstest"
 	"paynotify/dao"
@@ -179,7 +180,7 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 			}
 			written := outboxSince(t, store)
 			for _, status := range []model.TradeStatus{model.TradeSuccess, model.TradeFinished} {
-				n := model.Notification{NotifyID: "n-" + string(status), TradeStatus: status, OutTradeNo: "EV-DUP",
+				n := alipay.Notification{NotifyID: "n-" + string(status), TradeStatus: status, OutTradeNo: "EV-DUP",
 					TradeNo: "T-EV-DUP", TotalAmount: decimal.RequireFromString("10.00")}.Observation()
 				if _, outcome, err := payments.Observe(ctx, n); err != nil || outcome != model.OutcomeDuplicate {
 					t.Fatalf("%s again: %s, %v", status, outcome, err)
