@@ -101,7 +101,12 @@ func alipayVerifier(apps []alipayApp) (*alipay.Apps, error) {
 // the merchant's apps share), named and limited as PROVIDERS_FILE says.
 func weChatPaySet(cfg config.Config, p *wechatpay.Provider) *service.AppSet {
 	if cfg.Accounts == nil || len(cfg.Accounts.WeChatPay) == 0 {
-		return service.NewAppSet(service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: p.AppID(), Adapter: p})
+		// WECHATPAY_APPID: one app. (dev's client knows a second appid.)
+		set := []service.App{{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: p.AppID(), Adapter: p}}
+		for _, id := range p.AppIDs()[1:] {
+			set = append(set, service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: id, Adapter: p.ForApp(id)})
+		}
+		return service.NewAppSet(set...)
 	}
 	var set []service.App
 	for _, app := range cfg.Accounts.WeChatPay[0].Apps {
@@ -155,7 +160,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	}
 
 	// Background Jobs
-	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, append(s.jobs(log, a), hk.jobs()...)...)
+	w, err := startWorkers(ctx, log, a.cfg, a.store, m, a.consume, s.recons.First(), append(s.jobs(log, a), hk.jobs()...)...)
 	if err != nil {
 		return err
 	}

@@ -298,8 +298,8 @@ func TestDevStartupWords(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "dev.db")
 	t.Run("Fresh", func(t *testing.T) { // stopped when it ends
 		_, logs := start(t, []string{"dev", "-db", db}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-		if !strings.Contains(logs.String(), "orders=4 ") {
-			t.Errorf("a fresh dev does not log its 4 demo orders:\n%s", logs)
+		if !strings.Contains(logs.String(), "orders=6 ") {
+			t.Errorf("a fresh dev does not log its 6 demo orders:\n%s", logs)
 		}
 	})
 	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
@@ -312,8 +312,8 @@ func TestDevStartupWords(t *testing.T) {
 	store.Close()
 
 	_, logs := start(t, []string{"dev", "-db", db, "-keep"}, []string{"ALIPAY_JOBS_INTERVAL=1h"})
-	if !strings.Contains(logs.String(), "orders=5 ") || !strings.Contains(logs.String(), "kept=true") {
-		t.Errorf("dev -keep does not log the 5 orders it kept:\n%s", logs)
+	if !strings.Contains(logs.String(), "orders=7 ") || !strings.Contains(logs.String(), "kept=true") {
+		t.Errorf("dev -keep does not log the 7 orders it kept:\n%s", logs)
 	}
 	if strings.Contains(logs.String(), "cron") {
 		t.Errorf("dev advises cron, whose paynotify reconcile refuses the development keys:\n%s", logs)

@@ -33,17 +33,28 @@ import (
 //go:embed testdata/dev/*.pem
 var devKeyFiles embed.FS
 
-// The development merchant that the forms in testdata/notify are signed for.
+// The development merchant that the forms in testdata/notify are signed
+// for: one seller, two apps (web, the default, and mobile), each with its
+// own key pair.
 const (
-	devAppID    = "2021000000000001"
-	devSellerID = "2088000000000001"
+	devAppID       = "2021000000000001"
+	devMobileAppID = "2021000000000002"
+	devSellerID    = "2088000000000001"
 )
+
+// devAlipayApps are dev's Alipay apps: name, app_id and the key files of
+// its own key pair (testdata/dev), the default first.
+var devAlipayApps = []struct{ name, id, privateKey, publicKey string }{
+	{"web", devAppID, "app_private_key.pem", "app_public_key.pem"},
+	{"mobile", devMobileAppID, "app_mobile_private_key.pem", "app_mobile_public_key.pem"},
+}
 
 // The development WeChat Pay merchant that testdata/notify/wechatpay is
 // sealed for, and the serials of the development keys (testdata/dev).
 const (
 	devWeChatMchID          = "1900000001"
 	devWeChatAppID          = "wxd000000000000001"
+	devWeChatSecondAppID    = "wxd000000000000002" // dev's second app: the merchant's keys are every appid's
 	devWeChatAPIv3Key       = "paynotify-dev-apiv3-key-32bytes!"
 	devWeChatMerchantSerial = "3775B6A45ACD588826D15E583A95F5DD4F2B1E2F"
 	devWeChatPublicKeyID    = "PUB_KEY_ID_0119000000000001"
@@ -152,11 +163,19 @@ func dev(ctx context.Context, env environment) error {
 	defer removeURL()
 
 	// Fake Alipay
-	fake, client, err := newDevAlipay(base)
+	fake, apps, err := newDevAlipay(base)
 	if err != nil {
 		return err
 	}
 	defer fake.Close()
+	var clients []*alipay.Client
+	for _, a := range apps {
+		clients = append(clients, a.client)
+	}
+	verifier, err := alipay.NewApps(clients...)
+	if err != nil {
+		return err
+	}
 	wx, stopWeChat, err := devWeChatPay(base, log)
 	if err != nil {
 		return err
@@ -172,7 +191,7 @@ func dev(ctx context.Context, env environment) error {
 		return err
 	}
 	log.Info("dev mode: development keys, demo data seeded, a fake Alipay at "+base+devFakePrefix,
-		"db", *dbPath, "kept", *keep, "app_id", devAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
+		"db", *dbPath, "kept", *keep, "app_ids", devAppID+","+devMobileAppID, "seller_id", devSellerID, "orders", orders, "manual_refunds", *manualRefunds)
 
 	// What to paste
 	if err := printDevBanner(env.stdout, cfg, base, recv); err != nil {
@@ -180,9 +199,9 @@ func dev(ctx context.Context, env environment) error {
 	}
 
 	// Start API Service
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: []alipayApp{{client: client}}, consume: true, ln: ln, dev: true,
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: apps, consume: true, ln: ln, dev: true,
 		manualRefunds: *manualRefunds,
-		verifier:      fakealipay.Verifier{Client: client, Fake: fake},
+		verifier:      fakealipay.Verifier{Client: verifier, Fake: fake},
 		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
 		wechatpay:     wx.provider, weChatNotice: wx.verifier})
 }
@@ -282,12 +301,18 @@ func openDevDB(ctx context.Context, dbPath string, keep bool) (store *dao.Store,
 }
 
 // newDevAlipay starts the fake Alipay dev pays through, with a payment it
-// took for no order, and the Alipay client that talks to it at base.
-func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
+// took for no order, and dev's Alipay apps (devAlipayApps), each a client
+// with its own key pair that talks to it at base.
+func newDevAlipay(base string) (*fakealipay.Server, []alipayApp, error) {
+	var more []fakealipay.App
+	for _, a := range devAlipayApps[1:] {
+		more = append(more, fakealipay.App{AppID: a.id, SellerID: devSellerID, AppPublicKey: devKey(a.publicKey)})
+	}
 	fake, err := fakealipay.New(fakealipay.Config{
 		AppID: devAppID, SellerID: devSellerID,
 		PrivateKey:   devKey("alipay_private_key.pem"),
 		AppPublicKey: devKey("app_public_key.pem"),
+		Apps:         more,
 		NotifyURL:    base + "/alipay/notify",
 		// No shop in dev: once paid, the cashier leads back to the order
 		// in the console.
@@ -301,18 +326,22 @@ func newDevAlipay(base string) (*fakealipay.Server, *alipay.Client, error) {
 	// that day finds it in the bill and records it UNMATCHED.
 	fake.AddPaidTrade(devUnmatchedSN, "20261130220014888800001099", decimal.RequireFromString("66.00"),
 		time.Date(2026, 11, 30, 15, 0, 0, 0, model.Beijing))
-	client, err := alipay.New(alipay.Config{
-		AppID:           devAppID,
-		SellerID:        devSellerID,
-		AppPrivateKey:   devKey("app_private_key.pem"),
-		AlipayPublicKey: devKey("alipay_public_key.pem"),
-		SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
-	})
-	if err != nil {
-		fake.Close()
-		return nil, nil, err
+	var apps []alipayApp
+	for _, a := range devAlipayApps {
+		client, err := alipay.New(alipay.Config{
+			AppID:           a.id,
+			SellerID:        devSellerID,
+			AppPrivateKey:   devKey(a.privateKey),
+			AlipayPublicKey: devKey("alipay_public_key.pem"),
+			SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
+		})
+		if err != nil {
+			fake.Close()
+			return nil, nil, err
+		}
+		apps = append(apps, alipayApp{client: client, name: a.name})
 	}
-	return fake, client, nil
+	return fake, apps, nil
 }
 
 // printDevBanner prints devBanner for cfg at base, with a member token

@@ -28,7 +28,7 @@ type devWeChat struct {
 // notifying base's /wechatpay/notify.
 func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 	fake, err := fakewechatpay.New(fakewechatpay.Config{
-		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
 		PrivateKey: devKey("wechatpay_private_key.pem"), PublicKeyID: devWeChatPublicKeyID,
 		PlatformKey: devKey("wechatpay_platform_private_key.pem"), PlatformCert: devKey("wechatpay_platform_cert.pem"),
 		Sign:              fakewechatpay.SignEither,
@@ -60,7 +60,7 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 	}
 	gateway := "http://" + ln.Addr().String()
 	client, err := wechatpay.New(wechatpay.Config{
-		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
 		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
 		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
 		PlatformCerts: []string{devKey("wechatpay_platform_cert.pem")},
@@ -70,7 +70,7 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 		stop()
 		return devWeChat{}, nil, err
 	}
-	log.Info("dev mode: a fake WeChat Pay at "+gateway, "mchid", devWeChatMchID, "appid", devWeChatAppID)
+	log.Info("dev mode: a fake WeChat Pay at "+gateway, "mchid", devWeChatMchID, "appids", devWeChatAppID+","+devWeChatSecondAppID)
 	provider := wechatpay.NewProvider(client, base+"/wechatpay/notify")
 	return devWeChat{provider: provider, verifier: fakewechatpay.Verifier{Provider: provider, Fake: fake}}, stop, nil
 }

@@ -75,6 +75,9 @@ var notifyCases = []notifyCase{
 	// Money for no order of ours: recorded UNMATCHED, for an operator to refund.
 	{name: "10_unknown_order", fields: notify("NOPE-404", devTrade("0404"), "1.00", nil), answer: "success"},
 	{name: "11_pay_demo_1004", fields: notify("DEMO-1004", devTrade("1004"), "0.01", nil), answer: "success"},
+	// dev's second app (mobile) under the same seller: routed by its app_id.
+	{name: "12_pay_mobile_demo_1005", fields: notify("DEMO-1005", devTrade("1005"), "25.00",
+		map[string]string{"app_id": devMobileAppID, "auth_app_id": devMobileAppID}), answer: "success"},
 }
 
 // body signs a case with the development "Alipay" key.
@@ -177,6 +180,9 @@ var weChatCases = []weChatCase{
 		"success_time": "2026-11-30T15:00:00+08:00", "user_received_account": "支付用户零钱",
 		"amount": map[string]any{"total": 10000, "refund": 10000, "payer_total": 10000, "payer_refund": 10000},
 	}, status: 204},
+	// The merchant's second appid: its keys are the merchant's.
+	{name: "13_pay_second_app_demo_1006", resource: weChatPaid("DEMO-1006", devTransaction("1006"), 1250,
+		map[string]any{"appid": devWeChatSecondAppID}), status: 204},
 }
 
 // body seals a case with the development APIv3 key, with a nonce and an
@@ -210,7 +216,7 @@ func (c weChatCase) body(t *testing.T) []byte {
 // Regenerate with: go test -run TestWeChatPayNotifyBodies -update .
 func TestWeChatPayNotifyBodies(t *testing.T) {
 	client, err := wechatpay.New(wechatpay.Config{
-		MchID: devWeChatMchID, AppID: devWeChatAppID, APIv3Key: devWeChatAPIv3Key,
+		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
 		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
 		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
 	})

@@ -143,11 +143,13 @@ func TestDevReplaysTestdata(t *testing.T) {
 	want := map[string]struct {
 		status model.OrderStatus
 		states []model.PaymentState
+		app    string // the app its first payment is recorded in, if set
 	}{
-		"DEMO-1001": {model.OrderPaid, []model.PaymentState{model.PaymentApplied, model.PaymentRefundPending}},
-		"DEMO-1002": {model.OrderAwaitingPayment, []model.PaymentState{model.PaymentRefundPending}},
-		"DEMO-1003": {model.OrderClosed, []model.PaymentState{model.PaymentRefundPending}},
-		"DEMO-1004": {model.OrderPaid, []model.PaymentState{model.PaymentApplied}},
+		"DEMO-1001": {model.OrderPaid, []model.PaymentState{model.PaymentApplied, model.PaymentRefundPending}, ""},
+		"DEMO-1002": {model.OrderAwaitingPayment, []model.PaymentState{model.PaymentRefundPending}, ""},
+		"DEMO-1003": {model.OrderClosed, []model.PaymentState{model.PaymentRefundPending}, ""},
+		"DEMO-1004": {model.OrderPaid, []model.PaymentState{model.PaymentApplied}, ""},
+		"DEMO-1005": {model.OrderPaid, []model.PaymentState{model.PaymentApplied}, devMobileAppID}, // dev's second app
 	}
 	for sn, w := range want {
 		o, err := store.Order(context.Background(), sn)
@@ -183,6 +185,9 @@ func TestDevReplaysTestdata(t *testing.T) {
 			if states[i] != w.states[i] {
 				t.Errorf("%s: payments %v, want %v", sn, states, w.states)
 			}
+		}
+		if w.app != "" && pays[0].App != w.app {
+			t.Errorf("%s: paid in app %q, want %q", sn, pays[0].App, w.app)
 		}
 	}
 }

@@ -23,13 +23,17 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, ",") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-const signUsage = `usage: paynotify sign [-key KEY.pem] [-set k=v ...] [FORM_FILE|-]
+const signUsage = `usage: paynotify sign [-app NAME] [-key KEY.pem] [-set k=v ...] [FORM_FILE|-]
        paynotify sign -provider wechatpay [-key KEY.pem] [-serial SERIAL] [-url URL] [BODY_FILE|-]
 
 Alipay (the default): reads a URL-encoded notification form (FORM_FILE, or
 standard input), applies the -set changes, signs it by Alipay's rule and
 prints the signed form, ready for curl --data @-. The default key is the
-development "Alipay" key that paynotify dev trusts.
+development "Alipay" key that paynotify dev trusts. -app NAME makes it
+dev's app NAME's notification (web, the default, or mobile; or its app_id):
+it sets app_id, auth_app_id and seller_id to that app's and signs with the
+key Alipay signs that app's notifications with (in dev, the fake Alipay's
+one key for every app).
 
 WeChat Pay: reads a notification body (JSON, its resource already
 encrypted, as in testdata/notify/wechatpay), signs it now (WeChat Pay's
@@ -38,7 +42,9 @@ it to -url, ready for | sh: by default to the dev running in this
 directory (the address it printed, which it keeps in paynotify-dev.db.url
 while it runs), else to HTTP_ADDR, else to 127.0.0.1:8080. The default key
 and serial are the development WeChat Pay public key's that paynotify dev
-trusts. A JSON body without -provider wechatpay is refused.
+trusts. A JSON body without -provider wechatpay is refused, and so is
+-app: a WeChat Pay merchant's appids share its keys and the appid is
+inside the sealed resource (each dev app has its replay file).
 `
 
 // sign reads a URL-encoded form (a file, or standard input), applies -set
@@ -51,6 +57,7 @@ func sign(env environment) error {
 	var sets setFlags
 	flags.Var(&sets, "set", "`k=v` to set before signing (repeatable; k= empties a field, which Alipay's rule leaves unsigned; Alipay only)")
 	serial := flags.String("serial", devWeChatPublicKeyID, "Wechatpay-Serial: the signing key's public key id or certificate serial (WeChat Pay only)")
+	appName := flags.String("app", "", "dev's Alipay app whose notification this is: web (the default) or mobile, or its app_id (Alipay only)")
 	to := flags.String("url", "", "where the curl command posts (WeChat Pay only; default: the running dev's /wechatpay/notify — the address in paynotify-dev.db.url, else HTTP_ADDR, else "+devDefaultAddr+")")
 	if err := parseFlags(flags, env, 1); err != nil {
 		return err
@@ -60,6 +67,9 @@ func sign(env environment) error {
 	case "wechatpay":
 		if len(sets) > 0 {
 			return errors.New("-set is for Alipay forms; edit a WeChat Pay body before it is sealed (see forms_test.go)")
+		}
+		if *appName != "" {
+			return refuseUsage(flags, env, errors.New("-app is for Alipay forms: a WeChat Pay merchant's appids share its keys, and the appid is inside the sealed resource (replay the app's own file, such as testdata/notify/wechatpay/13_pay_second_app_demo_1006.json)"))
 		}
 		key, err := signingKey(*keyFile, "wechatpay_private_key.pem")
 		if err != nil {
@@ -83,6 +93,15 @@ func sign(env environment) error {
 	if err != nil {
 		return fmt.Errorf("form: %w", err)
 	}
+	if *appName != "" {
+		app, err := devAlipayApp(*appName)
+		if err != nil {
+			return refuseUsage(flags, env, err)
+		}
+		form.Set("app_id", app)
+		form.Set("auth_app_id", app)
+		form.Set("seller_id", devSellerID)
+	}
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -100,6 +119,19 @@ func sign(env environment) error {
 	}
 	_, err = fmt.Fprintln(env.stdout, signed.Encode())
 	return err
+}
+
+// devAlipayApp is the app_id of dev's Alipay app named name (or whose
+// app_id it is).
+func devAlipayApp(name string) (string, error) {
+	var names []string
+	for _, a := range devAlipayApps {
+		if a.name == name || a.id == name {
+			return a.id, nil
+		}
+		names = append(names, a.name+" ("+a.id+")")
+	}
+	return "", fmt.Errorf("-app %q: dev's Alipay apps are %s", name, strings.Join(names, ", "))
 }
 
 // signingKey is the key in keyFile, or else the development key dev (built

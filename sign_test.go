@@ -289,3 +289,38 @@ func TestSignWeChatPay(t *testing.T) {
 		}
 	})
 }
+
+// -app makes a form dev's named app's notification: its app_id and seller,
+// signed so that the service's check of that app takes it; an app dev
+// does not have, or -app for WeChat Pay, is refused and prints nothing.
+func TestSignApp(t *testing.T) {
+	form := "out_trade_no=DEMO-1005&trade_no=2026113022001488880000" + "9005&trade_status=TRADE_SUCCESS&total_amount=25.00&app_id=" + devAppID
+	mobile, err := alipay.New(alipay.Config{AppID: devMobileAppID, SellerID: devSellerID,
+		AppPrivateKey: devKey("app_mobile_private_key.pem"), AlipayPublicKey: devKey("alipay_public_key.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mobile", devMobileAppID} {
+		out, err := runSign(t, form, "-app", name)
+		if err != nil {
+			t.Fatalf("-app %s: %v", name, err)
+		}
+		signed := parseSigned(t, out)
+		if signed.Get("app_id") != devMobileAppID || signed.Get("auth_app_id") != devMobileAppID || signed.Get("seller_id") != devSellerID {
+			t.Errorf("-app %s: app_id %q auth_app_id %q seller_id %q", name, signed.Get("app_id"), signed.Get("auth_app_id"), signed.Get("seller_id"))
+		}
+		if err := mobile.VerifyNotification(context.Background(), signed); err != nil {
+			t.Errorf("-app %s: the mobile app's check refuses it: %v", name, err)
+		}
+		if err := verifier(t, devKey("alipay_public_key.pem")).VerifyNotification(context.Background(), signed); !errors.Is(err, model.ErrWrongMerchant) {
+			t.Errorf("-app %s: the web app's check says %v, want another app's", name, err)
+		}
+	}
+	if out, err := runSign(t, form, "-app", "shop"); err == nil || !strings.Contains(err.Error(), "web ("+devAppID+"), mobile ("+devMobileAppID+")") {
+		t.Errorf("-app shop: %q %v, want refused naming dev's apps", out, err)
+	}
+	body, _ := os.ReadFile(filepath.Join("testdata", "notify", "wechatpay", "01_pay_demo_1001.json"))
+	if out, err := runSign(t, string(body), "-provider", "wechatpay", "-app", "web"); err == nil || !strings.Contains(err.Error(), "-app is for Alipay forms") {
+		t.Errorf("-app with WeChat Pay: %q %v, want refused", out, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/metrics"
+	"paynotify/model"
 	"paynotify/service"
 )
 
@@ -27,7 +28,11 @@ type workers struct {
 // and the relay, made here from the configuration, and the jobs given.
 // They stop with stop(), not with the server's context, so they outlive
 // the HTTP drain.
-func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.Metrics, consume bool, jobs ...service.Job) (*workers, error) {
+//
+// The in-process consumer (consume) books each provider's first account
+// (first) to its clearing account itself, as paynotify consume does.
+func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.Metrics, consume bool,
+	first map[model.Provider]string, jobs ...service.Job) (*workers, error) {
 	m.WatchOutbox(store)
 	closer := service.NewCloser(store, log)
 	closer.PayTimeout, closer.Interval, closer.Batch = cfg.OrderPayTimeout, cfg.OrderCloseInterval, cfg.OrderCloseBatch
@@ -58,7 +63,7 @@ func startWorkers(ctx context.Context, log *slog.Logger, cfg config.Config, stor
 	g.Go(func() error { return service.RunJobs(gctx, log, m.JobRound, jobs...) })
 	if b != nil && consume {
 		acct := service.NewAccounting(store)
-		acct.OnBooked, acct.First = m.Booked, firstAccounts(cfg)
+		acct.OnBooked, acct.First = m.Booked, first
 		g.Go(func() error {
 			if err := b.Consume(gctx, accountingDurable, service.AccountingEvents, acct.Book); err != nil {
 				log.Error("accounting consumer stopped", "err", err)

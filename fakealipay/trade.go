@@ -332,14 +332,25 @@ func parseAmount(s string) (decimal.Decimal, error) {
 // with that trade_no is left as it is; a second trade under one
 // out_trade_no (which real Alipay would refuse) is found by trade_no only.
 func (s *Server) AddPaidTrade(outTradeNo, tradeNo string, amount decimal.Decimal, paidAt time.Time) {
+	s.AddPaidTradeIn(s.cfg.AppID, outTradeNo, tradeNo, amount, paidAt)
+}
+
+// AddPaidTradeIn is AddPaidTrade of app appID (one of Config.Apps, or the
+// first app for an app this fake does not know): the trade is that app's
+// alone, as one it opened.
+func (s *Server) AddPaidTradeIn(appID, outTradeNo, tradeNo string, amount decimal.Decimal, paidAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byNo[tradeNo] != nil {
 		return
 	}
+	a := s.apps[appID]
+	if a == nil {
+		a = s.apps[s.cfg.AppID]
+	}
 	t := &Trade{
 		OutTradeNo: outTradeNo, TradeNo: tradeNo, Subject: "paid elsewhere", TotalAmount: amount,
-		Status: model.TradeSuccess, Method: "seeded", AppID: s.cfg.AppID, SellerID: s.cfg.SellerID, Created: paidAt, Paid: paidAt,
+		Status: model.TradeSuccess, Method: "seeded", AppID: a.id, SellerID: a.seller, Created: paidAt, Paid: paidAt,
 	}
 	s.byNo[tradeNo] = t
 	if s.byOut[outTradeNo] == nil {

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"time"
 
-	"paynotify/alipay"
 	"paynotify/model"
 )
 
@@ -16,8 +15,12 @@ import (
 // service later does with the trade — refund money it cannot apply, query,
 // close — finds it there, as it would at Alipay.
 type Verifier struct {
-	Client *alipay.Client
-	Fake   *Server
+	// Client is serve's check: an *alipay.Client, or *alipay.Apps for
+	// several apps.
+	Client interface {
+		ReadNotification(ctx context.Context, form url.Values) (model.Notice, error)
+	}
+	Fake *Server
 }
 
 // ReadNotification is the service's reader of notifications
@@ -32,6 +35,6 @@ func (v Verifier) ReadNotification(ctx context.Context, form url.Values) (model.
 	if p.PaidAt != nil {
 		paidAt = *p.PaidAt
 	}
-	v.Fake.AddPaidTrade(p.OutTradeNo, p.TradeNo, p.Amount, paidAt) // a known trade is left as it is
+	v.Fake.AddPaidTradeIn(p.App, p.OutTradeNo, p.TradeNo, p.Amount, paidAt) // a known trade is left as it is
 	return n, nil
 }

@@ -95,6 +95,16 @@ func (rs Reconcilers) Own(run model.ReconRun) model.ReconRun {
 	return run
 }
 
+// First is each provider's first account: the one whose money the
+// journal books to the provider's clearing account itself (Accounting).
+func (rs Reconcilers) First() map[model.Provider]string {
+	first := map[model.Provider]string{}
+	for p, all := range rs {
+		first[p] = all[0].Account
+	}
+	return first
+}
+
 // Accounts are the accounts rs reconcile, in All's order.
 func (rs Reconcilers) Accounts() []model.BillAccount {
 	var out []model.BillAccount

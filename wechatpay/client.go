@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/wechatpay-apiv3/wechatpay-go/core"
@@ -89,8 +90,10 @@ type Config struct {
 // is safe for concurrent use.
 type Client struct {
 	mchID, appID string
-	// appIDs are every appid of the merchant, appID among them.
-	appIDs map[string]bool
+	// appIDs are every appid of the merchant, appID among them; appList
+	// the same in order, appID first.
+	appIDs  map[string]bool
+	appList []string
 	// aeads open a resource: the current APIv3 key's first.
 	aeads    []cipher.AEAD
 	keys     *keyring
@@ -162,8 +165,12 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.Join(errs...)
 	}
 
-	c := &Client{mchID: cfg.MchID, appID: cfg.AppID, appIDs: map[string]bool{cfg.AppID: true}, aeads: aeads, keys: keys, gateway: gw, now: cfg.Now}
+	c := &Client{mchID: cfg.MchID, appID: cfg.AppID, appIDs: map[string]bool{cfg.AppID: true}, appList: []string{cfg.AppID},
+		aeads: aeads, keys: keys, gateway: gw, now: cfg.Now}
 	for _, id := range cfg.AppIDs {
+		if !c.appIDs[id] {
+			c.appList = append(c.appList, id)
+		}
 		c.appIDs[id] = true
 	}
 	if c.now == nil {
@@ -391,3 +398,6 @@ func (v validCerts) GetNewestSerial(context.Context) string {
 func valid(cert *x509.Certificate, t time.Time) bool {
 	return !t.Before(cert.NotBefore) && !t.After(cert.NotAfter)
 }
+
+// AppIDs are every appid of the merchant, Config.AppID first.
+func (c *Client) AppIDs() []string { return slices.Clone(c.appList) }

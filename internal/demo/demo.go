@@ -54,6 +54,10 @@ var orders = []order{
 	{sn: "DEMO-1002", memberID: 1, amount: "88.00", sku: 1, quantity: 1, points: 100},               // 89.00 − 1.00
 	{sn: "DEMO-1003", memberID: 2, amount: "59.90", sku: 3, quantity: 5, points: 260, closed: true}, // 62.50 − 2.60
 	{sn: "DEMO-1004", memberID: 2, amount: "0.01", sku: 3, quantity: 1, points: 1249},               // 12.50 − 12.49
+	// Paid in dev's second app of each provider (12_pay_mobile_demo_1005,
+	// wechatpay/13_pay_second_app_demo_1006).
+	{sn: "DEMO-1005", memberID: 1, amount: "25.00", sku: 3, quantity: 2}, // 2 × 12.50
+	{sn: "DEMO-1006", memberID: 2, amount: "12.50", sku: 3, quantity: 1},
 }
 
 // Seed inserts the demo data on a fresh database: SKUs, members with
