@@ -133,7 +133,7 @@ func (r *reloader) ReloadAsked(ctx context.Context, note string) ([]service.App,
 func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next, nextAlipay, nextWeChat, target, err := r.read()
+	next, nextAlipay, nextWeChat, file, err := r.read()
 	if err != nil {
 		err = fmt.Errorf("%w: %w", model.ErrConfigRefused, err)
 		r.log.Error("configuration reload refused: nothing changed", "by", by, "err", err)
@@ -141,6 +141,12 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 		return nil, err
 	}
 	before, after := r.inForce(r.sets), r.inForce(next)
+	// admin_audit's target_id names the form, not the path (which might
+	// not fit it); the log names the path.
+	target := "environment"
+	if file != "" {
+		target = "PROVIDERS_FILE"
+	}
 	if by == model.OperatorAdminAPI {
 		err := r.store.InsertAudit(ctx, model.Audit{Key: "api-reload-" + uuid.NewString(), Operator: by, Action: model.AuditConfigReload,
 			TargetKind: model.TargetConfig, TargetID: target, Before: summary(before), After: summary(after), Note: note})
@@ -158,29 +164,26 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 		r.wechatpay.Store(nextWeChat)
 	}
 	r.metrics.ConfigReloaded(true, time.Now())
-	r.log.Info("configuration reloaded", "by", by, "from", target, "apps", summary(after))
+	r.log.Info("configuration reloaded", "by", by, "from", target, "providers_file", file, "apps", summary(after))
 	return after, nil
 }
 
 // read builds every provider of the configuration as it is now, checked
-// as at start and against what a reload may change; target names where
-// it was read from.
+// as at start and against what a reload may change; file is
+// PROVIDERS_FILE's path ("": the environment form).
 func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider, string, error) {
 	cfg, pc, err := loadConfig(r.environ)
-	target := "environment"
-	if cfg.ProvidersFile != "" {
-		target = cfg.ProvidersFile
-	}
+	file := cfg.ProvidersFile
 	if err != nil {
-		return nil, nil, nil, target, err
+		return nil, nil, nil, file, err
 	}
 	apps, wx, err := buildProviders(cfg, pc)
 	if err != nil {
-		return nil, nil, nil, target, err
+		return nil, nil, nil, file, err
 	}
 	next, err := providerSets(cfg, apps, wx)
 	if err != nil {
-		return nil, nil, nil, target, err
+		return nil, nil, nil, file, err
 	}
 	var problems []error
 	for _, p := range model.Providers() {
@@ -198,15 +201,15 @@ func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider,
 		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, nil, target, config.Join(problems...)
+		return nil, nil, nil, file, config.Join(problems...)
 	}
 	var notices *alipay.Apps
 	if len(apps) > 0 {
 		if notices, err = alipayVerifier(apps); err != nil {
-			return nil, nil, nil, target, err
+			return nil, nil, nil, file, err
 		}
 	}
-	return next, notices, wx, target, nil
+	return next, notices, wx, file, nil
 }
 
 // inForce are the apps of sets, provider by provider.

@@ -655,8 +655,15 @@ func TestReloadEnvironmentForm(t *testing.T) {
 	if len(d.lost) > 0 {
 		t.Fatalf("notices refused while reloads raced: %v", d.lost)
 	}
-	if audit, err := store.AuditPage(context.Background(), model.OperatorAdminAPI, 0, 100, false); err != nil || len(audit) != racing+1 {
+	audit, err := store.AuditPage(context.Background(), model.OperatorAdminAPI, 0, 100, false)
+	if err != nil || len(audit) != racing+1 {
 		t.Errorf("admin_audit holds %d reloads (%v), want %d", len(audit), err, racing+1)
+	}
+	for _, a := range audit {
+		if a.Action != model.AuditConfigReload || a.TargetKind != model.TargetConfig || a.TargetID != "environment" ||
+			!strings.Contains(a.After, "alipay 2088000000000025/2021000000000025") {
+			t.Errorf("audit row %+v", a)
+		}
 	}
 
 	r.write(t, "alipay_public_key.pem", "not a key")
