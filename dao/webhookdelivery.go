@@ -82,23 +82,24 @@ func (s *Store) RecordAttempts(ctx context.Context, outs []AttemptOutcome, now t
 			return mapErr(err)
 		}
 		// Deliveries answered 2xx move alike: one statement for each
-		// status, compare-and-set on (id, lease) as the single ones.
-		delivered := map[int][]AttemptOutcome{}
+		// status and claim, compare-and-set on the lease as the single ones
+		// (a claim's deliveries share its token).
+		type group struct {
+			status int
+			lease  string
+		}
+		delivered := map[group][]int64{}
 		for _, o := range outs {
 			if o.State == model.DeliveryDelivered && o.Attempt.Error == "" {
-				delivered[o.Attempt.Status] = append(delivered[o.Attempt.Status], o)
+				g := group{o.Attempt.Status, o.Lease}
+				delivered[g] = append(delivered[g], o.Attempt.DeliveryID)
 			}
 		}
-		for status, group := range delivered {
-			ids := make([]int64, len(group))
-			pairs := make([][]any, len(group))
-			for i, o := range group {
-				ids[i], pairs[i] = o.Attempt.DeliveryID, []any{o.Attempt.DeliveryID, o.Lease}
-			}
-			if err := tx.db.WithContext(ctx).Model(&webhookDeliveryRecord{}).Where("id IN ?", ids).Where("(id, lease) IN ?", pairs).
+		for g, ids := range delivered {
+			if err := tx.db.WithContext(ctx).Model(&webhookDeliveryRecord{}).Where("id IN ? AND lease = ?", ids, g.lease).
 				Updates(map[string]any{
 					"state": model.DeliveryDelivered, "attempts": gorm.Expr("attempts + 1"), "tries": gorm.Expr("tries + 1"),
-					"next_attempt_at": now.UTC(), "lease": "", "last_status": status, "last_error": "", "update_time": now.UTC(),
+					"next_attempt_at": now.UTC(), "lease": "", "last_status": g.status, "last_error": "", "update_time": now.UTC(),
 				}).Error; err != nil {
 				return mapErr(err)
 			}

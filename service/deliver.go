@@ -28,13 +28,20 @@ var DefaultRetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 
 
 // Deliverer sends the due deliveries of every enabled endpoint. Each
 // endpoint has its own bound of requests in flight (Concurrency, per
-// instance), so one that hangs holds its own slots and nothing else: a
-// round claims for every endpoint with a free slot, and never waits on a
-// request. Claims are leases (dao.ClaimDeliveries): two instances never
-// hold one delivery, and one that dies mid-request leaves it due again
-// when the lease ends, to be sent again under the same webhook-id.
-// Finished attempts are recorded in a batch at the start of the next
-// round, which each finished request starts at once.
+// instance), so one that hangs holds its own slots and nothing else.
+// Claims are leases (dao.ClaimDeliveries): two instances never hold one
+// delivery, and one that dies mid-request leaves it due again when the
+// lease ends, to be sent again under the same webhook-id.
+//
+// An endpoint's claims run ahead of its requests: a round claims for it
+// as many deliveries as its slots are likely to send in a quarter of a
+// lease (by how long its answers have taken: four for one that hangs,
+// up to MaxClaim for a fast one) into a queue of its own, and a finished
+// request starts the next from that queue without a database round. A
+// claimed delivery not started within half its lease is let go unsent
+// (its lease runs out and it is due again), so none is sent by a claim
+// that may have ended. Finished attempts are recorded in batches, by the
+// round that a filled batch, an emptying queue or the interval starts.
 type Deliverer struct {
 	store  *dao.Store
 	keys   *webhook.Keyring
@@ -45,9 +52,12 @@ type Deliverer struct {
 	Schedule []time.Duration
 	// Concurrency bounds each endpoint's requests in flight.
 	Concurrency int
-	// Lease is how long a claim keeps a delivery from other instances:
-	// longer than a request may take (WEBHOOK_TIMEOUT).
+	// Lease is how long a claim keeps a delivery from other instances: at
+	// least twice as long as a request may take (WEBHOOK_TIMEOUT), as a
+	// delivery may wait in its endpoint's queue half of it.
 	Lease time.Duration
+	// MaxClaim bounds one claim of one endpoint's deliveries.
+	MaxClaim int
 	// DisableAfter is WEBHOOK_DISABLE_AFTER: an endpoint failing every
 	// attempt that long is disabled.
 	DisableAfter time.Duration
@@ -59,15 +69,19 @@ type Deliverer struct {
 	OnDisabled func(endpointID int64, reason string)
 	now        func() time.Time
 
-	wake     chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	inflight map[int64]int
-	done     []finished
+	wake chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	// lanes are the endpoints' queues and requests in flight.
+	lanes map[int64]*lane
+	done  []finished
 	// healthy is each endpoint's failing_since as last read (true: none),
 	// so an attempt that changes nothing writes nothing.
 	healthy map[int64]bool
 }
+
+// recordBatch is how many finished attempts wake a round to record them.
+const recordBatch = 200
 
 // finished is an attempt waiting to be recorded.
 type finished struct {
@@ -77,18 +91,19 @@ type finished struct {
 }
 
 // NewDeliverer returns a deliverer with default tuning: the default
-// schedule, 4 requests in flight per endpoint, a lease of a minute, five
-// days failing before an endpoint is disabled.
+// schedule, 4 requests in flight per endpoint, a lease of a minute, claims
+// of at most 256, five days failing before an endpoint is disabled.
 func NewDeliverer(store *dao.Store, keys *webhook.Keyring, sender Sender, log *slog.Logger) *Deliverer {
 	return &Deliverer{store: store, keys: keys, sender: sender, log: log, Schedule: DefaultRetrySchedule, Concurrency: 4,
-		Lease: time.Minute, DisableAfter: 5 * 24 * time.Hour, Interval: 250 * time.Millisecond, now: time.Now,
-		wake: make(chan struct{}, 1), inflight: map[int64]int{}, healthy: map[int64]bool{}}
+		Lease: time.Minute, MaxClaim: 256, DisableAfter: 5 * 24 * time.Hour, Interval: 250 * time.Millisecond, now: time.Now,
+		wake: make(chan struct{}, 1), lanes: map[int64]*lane{}, healthy: map[int64]bool{}}
 }
 
-// Job is the deliverer as a background job: a round that did something is
-// followed at once by the next, and a finished request wakes an idle one.
+// Job is the deliverer as a background job: a round follows the interval,
+// or sooner when a request finishes with its endpoint's queue running low
+// or a batch of attempts to record.
 func (d *Deliverer) Job() Job {
-	return Job{Name: "webhook-delivery", Interval: d.Interval, RunOnce: d.RunOnce, Full: func(n int) bool { return n > 0 }, Wake: d.wake}
+	return Job{Name: "webhook-delivery", Interval: d.Interval, RunOnce: d.RunOnce, Wake: d.wake}
 }
 
 // Wait waits for the requests in flight (after the job's context ended,
@@ -96,9 +111,9 @@ func (d *Deliverer) Job() Job {
 func (d *Deliverer) Wait() { d.wg.Wait() }
 
 // RunOnce records the attempts that finished, disables endpoints that
-// asked for it or failed too long, and claims and starts what each
-// endpoint has room for. It says how many attempts it recorded and
-// started.
+// asked for it or failed too long, tops up each endpoint's queue and
+// starts what its slots have room for. It says how many attempts it
+// recorded and claimed.
 func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 	recorded, err := d.record(ctx)
 	if err != nil {
@@ -108,22 +123,30 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return recorded, err
 	}
-	started := 0
-	var errs []error
 	d.mu.Lock()
 	clear(d.healthy)
+	enabled := map[int64]bool{}
 	for _, e := range endpoints {
 		d.healthy[e.ID] = e.FailingSince == nil
+		enabled[e.ID] = true
+	}
+	for id, l := range d.lanes {
+		if !enabled[id] {
+			// Disabled or deleted: what it queued is let go (its leases run
+			// out), what it has in flight ends as it will.
+			l.queue = nil
+			if l.inflight == 0 {
+				delete(d.lanes, id)
+			}
+		}
 	}
 	d.mu.Unlock()
+	claimed := 0
+	var errs []error
 	for _, e := range endpoints {
 		now := d.now()
 		if e.FailingSince != nil && d.DisableAfter > 0 && now.Sub(*e.FailingSince) >= d.DisableAfter {
 			errs = append(errs, d.disable(ctx, e.ID, fmt.Sprintf("failed every attempt for %v (WEBHOOK_DISABLE_AFTER)", d.DisableAfter)))
-			continue
-		}
-		free := d.Concurrency - d.inFlight(e.ID)
-		if free <= 0 {
 			continue
 		}
 		secrets, err := d.secrets(e, now)
@@ -131,23 +154,30 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("endpoint %d: %w", e.ID, err))
 			continue
 		}
-		claimed, err := d.store.ClaimDeliveries(ctx, e.ID, now, d.Lease, uuid.NewString()[:32], free)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		d.mu.Lock()
+		l := d.lanes[e.ID]
+		if l == nil {
+			l = &lane{}
+			d.lanes[e.ID] = l
 		}
-		for _, dl := range claimed {
-			d.start(ctx, e, secrets, dl)
+		l.url, l.secrets = e.URL, secrets
+		want := l.want(d.Concurrency, d.MaxClaim, d.Lease)
+		d.mu.Unlock()
+		if want > 0 {
+			ds, err := d.store.ClaimDeliveries(ctx, e.ID, now, d.Lease, uuid.NewString()[:32], want)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			claimed += len(ds)
+			d.mu.Lock()
+			for _, dl := range ds {
+				l.queue = append(l.queue, queued{dl: dl, claimed: now})
+			}
+			d.mu.Unlock()
 		}
-		started += len(claimed)
+		d.fill(ctx, l)
 	}
-	return recorded + started, errors.Join(errs...)
-}
-
-func (d *Deliverer) inFlight(id int64) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.inflight[id]
+	return recorded + claimed, errors.Join(errs...)
 }
 
 // secrets opens an endpoint's signing secrets: the current one, and the
@@ -168,26 +198,61 @@ func (d *Deliverer) secrets(e model.WebhookEndpoint, now time.Time) ([]string, e
 	return out, nil
 }
 
-// start sends one claimed delivery in its own goroutine.
-func (d *Deliverer) start(ctx context.Context, e model.WebhookEndpoint, secrets []string, dl model.WebhookDelivery) {
-	d.mu.Lock()
-	d.inflight[e.ID]++
-	d.mu.Unlock()
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		res := d.sender.Send(ctx, e.URL, dl.EventID, secrets, dl.Body)
+// fill starts a request for each free slot of l that its queue can fill.
+func (d *Deliverer) fill(ctx context.Context, l *lane) {
+	for {
 		d.mu.Lock()
-		d.inflight[e.ID]--
-		if !res.Abandoned {
-			d.done = append(d.done, d.decide(dl, res))
+		if l.inflight >= d.Concurrency {
+			d.mu.Unlock()
+			return
+		}
+		q, ok := l.pop(d.now(), d.Lease/2)
+		if ok {
+			l.inflight++
 		}
 		d.mu.Unlock()
-		select {
-		case d.wake <- struct{}{}:
-		default:
+		if !ok {
+			return
 		}
-	}()
+		d.wg.Add(1)
+		go d.run(ctx, l, q)
+	}
+}
+
+// run sends q, then the next of its endpoint's queue, until the queue is
+// empty or the job ends.
+func (d *Deliverer) run(ctx context.Context, l *lane, q queued) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		url, secrets := l.url, l.secrets
+		d.mu.Unlock()
+		res := d.sender.Send(ctx, url, q.dl.EventID, secrets, q.dl.Body)
+		d.mu.Lock()
+		if !res.Abandoned {
+			d.done = append(d.done, d.decide(q.dl, res))
+			l.observe(res.Duration)
+		}
+		next, ok := q, false
+		if ctx.Err() == nil {
+			next, ok = l.pop(d.now(), d.Lease/2)
+		}
+		if !ok {
+			l.inflight--
+		}
+		wake := len(d.done) >= recordBatch || l.low(d.Concurrency, d.MaxClaim, d.Lease)
+		d.mu.Unlock()
+		if wake {
+			select {
+			case d.wake <- struct{}{}:
+			default:
+			}
+		}
+		if !ok {
+			return
+		}
+		q = next
+	}
 }
 
 // decide says what an attempt makes of its delivery.
