@@ -215,13 +215,18 @@ func (s *Store) insertDeliveries(ctx context.Context, ds []model.WebhookDelivery
 	}
 	recs := make([]webhookDeliveryRecord, len(ds))
 	for i, d := range ds {
-		recs[i] = webhookDeliveryRecord{
-			EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, OrderID: d.OrderID, Body: string(d.Body),
-			State: string(model.DeliveryPending), NextAttemptAt: d.NextAttemptAt.UTC(), CreateTime: d.CreatedAt.UTC(),
-			UpdateTime: d.CreatedAt.UTC(),
-		}
+		recs[i] = deliveryRecord(d)
 	}
 	return mapErr(s.db.WithContext(ctx).CreateInBatches(&recs, 200).Error)
+}
+
+// deliveryRecord is a new delivery's row: PENDING, due at NextAttemptAt.
+func deliveryRecord(d model.WebhookDelivery) webhookDeliveryRecord {
+	return webhookDeliveryRecord{
+		EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, OrderID: d.OrderID, Body: string(d.Body),
+		State: string(model.DeliveryPending), NextAttemptAt: d.NextAttemptAt.UTC(), CreateTime: d.CreatedAt.UTC(),
+		UpdateTime: d.CreatedAt.UTC(),
+	}
 }
 
 // InsertEndpoint writes a new endpoint and returns its id.

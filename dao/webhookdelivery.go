@@ -188,9 +188,12 @@ func (s *Store) WebhookAttempts(ctx context.Context, deliveryIDs ...int64) (map[
 	return out, nil
 }
 
-// InsertDelivery writes one delivery outside any fan-out (a webhook.test).
-func (s *Store) InsertDelivery(ctx context.Context, d model.WebhookDelivery) error {
-	return s.insertDeliveries(ctx, []model.WebhookDelivery{d})
+// InsertDelivery writes one delivery outside any fan-out (a webhook.test)
+// and returns its id.
+func (s *Store) InsertDelivery(ctx context.Context, d model.WebhookDelivery) (int64, error) {
+	rec := deliveryRecord(d)
+	err := s.db.WithContext(ctx).Create(&rec).Error
+	return rec.ID, mapErr(err)
 }
 
 // DeliveryStats counts PENDING and FAILED deliveries per endpoint.

@@ -255,12 +255,17 @@ func (w *Webhooks) Resend(c *gin.Context) {
 	if !ok {
 		return
 	}
-	d, err := w.hooks.Resend(c.Request.Context(), id, did)
+	if _, err := w.hooks.Resend(c.Request.Context(), id, did); err != nil {
+		apiError(c, err)
+		return
+	}
+	// Read back with its attempts, as the deliveries views answer it.
+	d, err := w.hooks.Delivery(c.Request.Context(), id, did)
 	if err != nil {
 		apiError(c, err)
 		return
 	}
-	writeJSON(c, http.StatusAccepted, deliveryJSON(service.DeliveryView{WebhookDelivery: d}))
+	writeJSON(c, http.StatusAccepted, deliveryJSON(d))
 }
 
 // ResendMany handles POST /admin/webhook-endpoints/{id}/resend?state=FAILED&since=:

@@ -126,9 +126,14 @@ func TestWebhookRoutes(t *testing.T) {
 	if status != 202 || v["event_type"] != "webhook.test" || v["state"] != "PENDING" {
 		t.Errorf("test: %d %v", status, v)
 	}
+	testID := jsonID(v)
 	status, v = hooksCall(t, srv, "GET", id+"/deliveries?state=PENDING", "")
-	if ds, _ := v["deliveries"].([]any); status != 200 || len(ds) != 1 {
-		t.Errorf("deliveries: %d %v", status, v)
+	if ds, _ := v["deliveries"].([]any); status != 200 || len(ds) != 1 || jsonID(ds[0].(map[string]any)) != testID {
+		t.Errorf("deliveries: %d %v, want the test delivery %s", status, v, testID)
+	}
+	status, v = hooksCall(t, srv, "POST", id+"/deliveries/"+testID+"/resend", "")
+	if status != 202 || jsonID(v) != testID || v["state"] != "PENDING" {
+		t.Errorf("resend the test delivery: %d %v", status, v)
 	}
 	status, v = hooksCall(t, srv, "GET", id+"/deliveries?since=yesterday", "")
 	if status != 400 {
@@ -161,8 +166,8 @@ func TestWebhookRoutes(t *testing.T) {
 			t.Errorf("%s audited %d times", a, seen[a])
 		}
 	}
-	if seen[model.AuditWebhookResend] != 1 {
-		t.Errorf("the same Idempotency-Key twice audited %d resends, want 1", seen[model.AuditWebhookResend])
+	if seen[model.AuditWebhookResend] != 2 {
+		t.Errorf("one resend and the same Idempotency-Key twice audited %d resends, want 2", seen[model.AuditWebhookResend])
 	}
 }
 

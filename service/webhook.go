@@ -370,7 +370,8 @@ func (w *Webhooks) Test(ctx context.Context, endpointID int64) (model.WebhookDel
 	}
 	d := model.WebhookDelivery{EndpointID: e.ID, EventID: id.String(), EventType: string(model.EventWebhookTest), Body: body,
 		State: model.DeliveryPending, NextAttemptAt: now, CreatedAt: now}
-	return d, w.store.InsertDelivery(ctx, d)
+	d.ID, err = w.store.InsertDelivery(ctx, d)
+	return d, err
 }
 
 // audit is an admin-API webhook action on endpoint id, its key derived
