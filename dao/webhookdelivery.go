@@ -50,6 +50,18 @@ func (s *Store) ClaimDeliveries(ctx context.Context, endpointID int64, now time.
 	return out, err
 }
 
+// ReleaseDeliveries lets go of a claim's deliveries that were never sent:
+// due again at now, for any instance (compare-and-set on the lease: one
+// another claim took meanwhile is left alone).
+func (s *Store) ReleaseDeliveries(ctx context.Context, lease string, ids []int64, now time.Time) error {
+	if len(ids) == 0 || lease == "" {
+		return nil
+	}
+	return mapErr(s.db.WithContext(ctx).Model(&webhookDeliveryRecord{}).
+		Where("id IN ? AND lease = ? AND state = ?", ids, lease, model.DeliveryPending).
+		Updates(map[string]any{"next_attempt_at": now.UTC(), "lease": ""}).Error)
+}
+
 // AttemptOutcome is one attempt to record and what it makes of its
 // delivery.
 type AttemptOutcome struct {

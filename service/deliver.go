@@ -107,8 +107,28 @@ func (d *Deliverer) Job() Job {
 }
 
 // Wait waits for the requests in flight (after the job's context ended,
-// they end at once, recorded nowhere: their leases run out).
-func (d *Deliverer) Wait() { d.wg.Wait() }
+// they end at once, recorded nowhere: their leases run out), then lets go
+// of the claims still queued, so another instance, or this one started
+// again, sends them at once rather than when their leases end.
+func (d *Deliverer) Wait() {
+	d.wg.Wait()
+	d.mu.Lock()
+	byLease := map[string][]int64{}
+	for _, l := range d.lanes {
+		for _, q := range l.queue {
+			byLease[q.dl.Lease] = append(byLease[q.dl.Lease], q.dl.ID)
+		}
+		l.queue = nil
+	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for lease, ids := range byLease {
+		if err := d.store.ReleaseDeliveries(ctx, lease, ids, d.now()); err != nil {
+			d.log.Warn("webhook deliveries not let go: due again when their leases end", "count", len(ids), "err", err)
+		}
+	}
+}
 
 // RunOnce records the attempts that finished, disables endpoints that
 // asked for it or failed too long, tops up each endpoint's queue and

@@ -695,3 +695,59 @@ func TestWebhookTwoDeliverersOneBacklog(t *testing.T) {
 		rc.checkVerified()
 	})
 }
+
+// A deliverer that stops lets go of the claims it queued but never sent
+// (due again at once, for any instance); the one it had in flight keeps
+// its lease, to be sent again when that ends.
+func TestWebhookStopLetsGoOfQueuedClaims(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		hang := make(chan struct{})
+		t.Cleanup(sync.OnceFunc(func() { close(hang) }))
+		rc := newReceiver(t, func(w http.ResponseWriter, req *http.Request, _ int) {
+			select {
+			case <-hang:
+			case <-req.Context().Done():
+			}
+		})
+		ep := r.create(rc)
+		evs := []model.Event{r.event(model.EventOrderPaid, 21, paidData(21)), r.event(model.EventOrderPaid, 22, paidData(22))}
+		d := service.NewDeliverer(store, r.keys, webhook.NewSender(r.hooks.Policy(), 30*time.Second), slog.New(slog.DiscardHandler))
+		d.Concurrency, d.Lease, d.Interval = 1, time.Minute, 10*time.Millisecond
+		f := service.NewFanout(store)
+		f.Interval = 10 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			service.RunJobs(ctx, slog.New(slog.DiscardHandler), nil, f.Job(), d.Job())
+			close(done)
+		}()
+		leased := func() []model.WebhookDelivery {
+			ds, err := store.WebhookDeliveries(context.Background(), ep.ID, "", time.Time{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ds
+		}
+		waitFor(t, "one delivery in flight and the other claimed behind it", func() bool {
+			ds := leased()
+			return rc.total() == 1 && len(ds) == 2 && ds[0].Lease != "" && ds[1].Lease != ""
+		})
+		cancel()
+		<-done
+		d.Wait()
+		now := time.Now()
+		for _, dl := range leased() {
+			sent := rc.count(dl.EventID) > 0
+			switch {
+			case sent && dl.Lease == "":
+				t.Errorf("the delivery in flight lost its lease")
+			case !sent && (dl.Lease != "" || dl.NextAttemptAt.After(now)):
+				t.Errorf("the queued delivery was not let go: lease %q, due %v", dl.Lease, dl.NextAttemptAt)
+			}
+		}
+		if rc.count(evs[0].ID)+rc.count(evs[1].ID) != 1 {
+			t.Errorf("sent %d and %d times, want one of them once", rc.count(evs[0].ID), rc.count(evs[1].ID))
+		}
+	})
+}

@@ -31,7 +31,11 @@ type Sender struct {
 func NewSender(p netguard.Policy, timeout time.Duration) *Sender {
 	c := netguard.Client(p, timeout)
 	t := c.Transport.(*http.Transport)
-	t.MaxIdleConnsPerHost = 16
+	// Keep-alive for every endpoint's slots: no total bound (the default
+	// 100 would close one endpoint's idle connections for another's past
+	// 25 endpoints), at most 16 per endpoint (WEBHOOK_CONCURRENCY's 4 and
+	// then some).
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, 16
 	t.ResponseHeaderTimeout = timeout
 	// A redirect is an answer that is not a 2xx: it is logged and retried,
 	// never followed (the Location could name anything).
