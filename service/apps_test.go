@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -375,6 +376,54 @@ func TestReconcileComparesTheBillsAccountOnly(t *testing.T) {
 			if it.TradeNo == "2026113022001400000000000303" {
 				t.Fatalf("the second seller's payment was compared with the first's bill: %+v", it)
 			}
+		}
+	})
+}
+
+// The query and close jobs ask each attempt's own app: a trade lost in
+// the mobile app is found by the mobile app's query (another app's would
+// not find it) and recorded as that app's; an abandoned trade of the
+// second seller's app is closed at the fake by that app — closed there,
+// not merely here (another app's close finds no trade and closes nothing).
+func TestAppsQueryAndCloseInTheirApp(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newAppsRig(t, store)
+		trades := service.NewOpenTrades(store, r.providers, r.payments, quietLog)
+
+		lost := newSN("LOST")
+		o := mustOrder(t, store, lost, "7.00")
+		if _, err := r.checkout.StartIn(ctx, rigMember, lost, model.ProviderAlipay, model.PayQR, "mobile", model.Payer{}); err != nil {
+			t.Fatal(err)
+		}
+		r.fake.LoseNotifications(true)
+		if err := r.fake.Pay(ctx, lost); err != nil {
+			t.Fatal(err)
+		}
+		r.fake.LoseNotifications(false)
+		queryNow(t, store, mustAttempt(t, store, lost))
+		if n, err := trades.QueryDue(ctx); err != nil || n != 1 {
+			t.Fatalf("QueryDue = %d, %v; want the mobile app's trade found paid", n, err)
+		}
+		if pays := mustPayments(t, store, o.ID); len(pays) != 1 || pays[0].State != model.PaymentApplied || pays[0].App != appMobile || pays[0].Account != sellerOne {
+			t.Fatalf("payments %+v, want one APPLIED in the mobile app", pays)
+		}
+
+		abandoned := newSN("ABND")
+		b := mustOrder(t, store, abandoned, "9.00")
+		if _, err := r.checkout.StartIn(ctx, rigMember, abandoned, model.ProviderAlipay, model.PayQR, "group", model.Payer{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.UpdateOrder(ctx, dao.OrderID(b.ID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			_, err := tx.CloseOrder(ctx)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := trades.CloseAbandoned(ctx); err != nil || n != 1 {
+			t.Fatalf("CloseAbandoned = %d, %v; want the group app's trade closed", n, err)
+		}
+		if tr, ok := r.fake.Trade(abandoned); !ok || tr.Status != model.TradeClosed || tr.AppID != appGroup {
+			t.Fatalf("the fake's trade %+v (%v): want closed, in the group app", tr, ok)
 		}
 	})
 }
