@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,10 +74,11 @@ func providerSets(cfg config.Config, apps []alipayApp, wx *wechatpay.Provider) (
 // them once, so a notification in flight finishes on the configuration it
 // began with. One reload at a time.
 //
-// A reload may change keys, apps and accounts; turning a provider on or
-// off, or changing its first account (the one rows written before the
-// ledger knew accounts belong to, and the one reconciled), needs a
-// restart: the routes, jobs and reconciliations are wired at start.
+// A reload may change keys and apps; turning a provider on or off, or
+// adding, removing or reordering its accounts, needs a restart: the
+// routes, and each account's reconciliation and its job, are wired at
+// start, and the first account owns the rows written before the ledger
+// knew accounts.
 type reloader struct {
 	mu      sync.Mutex
 	environ []string
@@ -195,8 +197,9 @@ func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider,
 		case was == nil:
 			problems = append(problems, fmt.Errorf("%s is newly configured: turning a provider on needs a restart", p))
 		default:
-			if a, b := was.(*service.AppSet).Apps()[0].Account, now.(*service.AppSet).Apps()[0].Account; a != b {
-				problems = append(problems, fmt.Errorf("%s's first account is %s, was %s: it owns the rows that name no account and is the one reconciled, so changing it needs a restart", p, b, a))
+			if a, b := accounts(was), accounts(now); !slices.Equal(a, b) {
+				problems = append(problems, fmt.Errorf("%s's accounts are %s, were %s: each is reconciled by a job wired at start, and the first owns the rows that name no account, so adding, removing or reordering accounts needs a restart (apps and keys reload)",
+					p, strings.Join(b, ", "), strings.Join(a, ", ")))
 			}
 		}
 	}
@@ -210,6 +213,17 @@ func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider,
 		}
 	}
 	return next, notices, wx, file, nil
+}
+
+// accounts are the accounts of a provider's set, in order.
+func accounts(set service.Provider) []string {
+	var ids []string
+	for _, a := range set.(*service.AppSet).Apps() {
+		if !slices.Contains(ids, a.Account) {
+			ids = append(ids, a.Account)
+		}
+	}
+	return ids
 }
 
 // inForce are the apps of sets, provider by provider.

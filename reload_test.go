@@ -687,10 +687,10 @@ func TestReloadEnvironmentForm(t *testing.T) {
 	}
 }
 
-// What the routes, jobs and reconciliation were wired with at start is
-// not reloaded: a PROVIDERS_FILE whose provider's first account changed
-// is refused as needing a restart (the seller in force goes on), while
-// an app added under it is taken.
+// What the routes, jobs and reconciliations were wired with at start is
+// not reloaded: a PROVIDERS_FILE that adds a seller, or changes the
+// first, is refused as needing a restart (the configuration in force goes
+// on), while an app added under the seller is taken.
 func TestReloadNeedsRestart(t *testing.T) {
 	r := newRotation(t)
 	appKey, _ := newKeyPair(t)
@@ -715,13 +715,18 @@ func TestReloadNeedsRestart(t *testing.T) {
 	}
 	base, logs := start(t, []string{"serve"}, environ)
 	r.in = &instance{base: base, log: logs}
-	r.write(t, "providers.yaml", file("2088000000000027", "2021000000000027", "2088000000000026", "2021000000000026"))
-	if status, body := r.reloadAsked(t, ""); status != http.StatusUnprocessableEntity || !strings.Contains(body, "needs a restart") {
-		t.Fatalf("first account changed: %d %s, want 422 saying it needs a restart", status, body)
+	for name, f := range map[string]string{
+		"FirstChanged": file("2088000000000027", "2021000000000027", "2088000000000026", "2021000000000026"),
+		"SellerAdded":  file("2088000000000026", "2021000000000026", "2088000000000027", "2021000000000027"),
+	} {
+		r.write(t, "providers.yaml", f)
+		if status, body := r.reloadAsked(t, ""); status != http.StatusUnprocessableEntity || !strings.Contains(body, "needs a restart") {
+			t.Fatalf("%s: %d %s, want 422 saying it needs a restart", name, status, body)
+		}
 	}
-	r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026", "2088000000000027", "2021000000000027"))
+	r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026", "2088000000000026", "2021000000000126"))
 	status, body := r.reloadAsked(t, "")
-	if status != http.StatusOK || !strings.Contains(body, `"account":"2088000000000027"`) || !strings.Contains(body, `"account":"2088000000000026"`) {
-		t.Fatalf("a second seller added: %d %s", status, body)
+	if status != http.StatusOK || !strings.Contains(body, `"app":"2021000000000126"`) {
+		t.Fatalf("an app added: %d %s", status, body)
 	}
 }
