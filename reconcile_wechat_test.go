@@ -137,6 +137,21 @@ func TestReconcileCommandPerProvider(t *testing.T) {
 		t.Fatalf("every provider, four months back: exit %d (%s), runs %+v", code, msg, runs)
 	}
 
+	// -account names one account of the provider: its run alone (the
+	// environment's seller, 2088000000000042); one it has not, or an
+	// account without its provider, is a command line it cannot use.
+	if runs, code, msg = reconcile(t, bothEnv, "-provider", "alipay", "-account", "2088000000000042", "-date", date); code != 0 || len(runs) != 1 ||
+		runs[model.ProviderAlipay].State != model.ReconDone {
+		t.Fatalf("-provider alipay -account 2088000000000042: exit %d (%s), runs %+v", code, msg, runs)
+	}
+	if _, code, msg = reconcile(t, bothEnv, "-provider", "alipay", "-account", "2088000000000099", "-date", date); code != 2 ||
+		!strings.Contains(msg, `has no account "2088000000000099" (its accounts: 2088000000000042)`) {
+		t.Fatalf("an account Alipay has not: exit %d (%s)", code, msg)
+	}
+	if _, code, msg = reconcile(t, bothEnv, "-account", "2088000000000042", "-date", date); code != 2 || !strings.Contains(msg, "name its provider with -provider") {
+		t.Fatalf("-account without -provider: exit %d (%s)", code, msg)
+	}
+
 	// A command line it cannot use says why, with the usage, and exits 2.
 	for _, args := range [][]string{{"-provider", "paypal", "-date", date}, {"-date", "2030-01-01"}, {"-date", "1999-01-01"}} {
 		if _, code, msg = reconcile(t, bothEnv, args...); code != 2 || !strings.Contains(msg, "paynotify reconcile: -") || !strings.Contains(msg, "usage: paynotify reconcile") {
