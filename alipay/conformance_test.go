@@ -63,7 +63,7 @@ type alipayFake struct {
 func (a alipayFake) Notice(_ context.Context, outTradeNo string, f providertest.Forgery) (http.Header, []byte, error) {
 	var form url.Values
 	for _, n := range a.Notifications() {
-		if n.Form.Get("out_trade_no") == outTradeNo && n.Form.Get("trade_status") == string(model.TradeSuccess) {
+		if n.Form.Get("out_trade_no") == outTradeNo && n.Form.Get("trade_status") == string(alipay.TradeSuccess) {
 			form = n.Form
 		}
 	}

@@ -68,9 +68,12 @@ func (c *Client) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade
 	if err := outcome("query", rsp, err); err != nil {
 		return model.Trade{}, err
 	}
-	t := model.Trade{Provider: model.ProviderAlipay, OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo, Status: model.TradeStatus(rsp.TradeStatus)}
+	t := model.Trade{Provider: model.ProviderAlipay, OutTradeNo: rsp.OutTradeNo, TradeNo: rsp.TradeNo}
 	if t.OutTradeNo != outTradeNo {
 		return model.Trade{}, fmt.Errorf("%w: alipay query for %q answered %q", model.ErrGatewayUnknown, outTradeNo, t.OutTradeNo)
+	}
+	if t.Status, err = TradeStatus(rsp.TradeStatus).State(); err != nil {
+		return model.Trade{}, fmt.Errorf("%w: alipay query for %q: %v", model.ErrGatewayUnknown, outTradeNo, err)
 	}
 	if t.Status.Paid() {
 		if t.Amount, err = model.ParseAmount(rsp.TotalAmount); err != nil {

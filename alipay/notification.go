@@ -19,12 +19,40 @@ const maxNotifyIDLen = 128
 // paymentSkew is how far gmt_payment may run ahead of our clock.
 const paymentSkew = 24 * time.Hour
 
+// TradeStatus is Alipay's trade_status.
+type TradeStatus string
+
+// Trade statuses Alipay reports.
+const (
+	TradeWaitBuyerPay TradeStatus = "WAIT_BUYER_PAY"
+	TradeClosed       TradeStatus = "TRADE_CLOSED"
+	TradeSuccess      TradeStatus = "TRADE_SUCCESS"
+	TradeFinished     TradeStatus = "TRADE_FINISHED"
+)
+
+// Paid reports whether money has moved in a trade with this status.
+func (s TradeStatus) Paid() bool { return s == TradeSuccess || s == TradeFinished }
+
+// State is s in the ledger's terms: WAIT_BUYER_PAY open, TRADE_SUCCESS
+// and TRADE_FINISHED paid, TRADE_CLOSED closed; any other an error.
+func (s TradeStatus) State() (model.TradeState, error) {
+	switch s {
+	case TradeWaitBuyerPay:
+		return model.TradeOpen, nil
+	case TradeSuccess, TradeFinished:
+		return model.TradePaid, nil
+	case TradeClosed:
+		return model.TradeClosed, nil
+	}
+	return "", fmt.Errorf("trade_status %q", model.Clip(string(s)))
+}
+
 // Notification is a verified Alipay notification, parsed and validated.
 type Notification struct {
 	// NotifyID is kept for reference only; empty if Alipay's was unusable
 	// (see Dropped).
 	NotifyID    string
-	TradeStatus model.TradeStatus
+	TradeStatus TradeStatus
 	// AppID is the app the notification names (the verifier has checked
 	// it is ours).
 	AppID string
@@ -69,7 +97,7 @@ func (n Notification) IsRefund() bool {
 // Alipay's layout between 2004 and a day from now, are left out and named
 // in Dropped (payment_time is then when the payment was observed).
 func ParseNotification(get func(string) string) (Notification, error) {
-	n := Notification{TradeStatus: model.TradeStatus(get("trade_status")), AppID: get("app_id"), SellerID: get("seller_id"),
+	n := Notification{TradeStatus: TradeStatus(get("trade_status")), AppID: get("app_id"), SellerID: get("seller_id"),
 		RefundFee: get("refund_fee"), OutBizNo: get("out_biz_no"), GmtRefund: get("gmt_refund")}
 	if id := get("notify_id"); len(id) <= maxNotifyIDLen && model.VisibleASCII(id) {
 		n.NotifyID = id

@@ -92,7 +92,7 @@ func notifyForm(o order, seq int, paid time.Time) url.Values {
 		"notify_id":        {fmt.Sprintf("2026113000222%09d%012d", seq, 4026431019+int64(seq))},
 		"fund_bill_list":   {fund},
 		"notify_type":      {"trade_status_sync"},
-		"trade_status":     {string(model.TradeSuccess)},
+		"trade_status":     {string(alipay.TradeSuccess)},
 		"receipt_amount":   {o.amount},
 		"buyer_pay_amount": {o.amount},
 		"app_id":           {benchAppID},

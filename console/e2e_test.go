@@ -125,7 +125,7 @@ func (s *stack) notify(t *testing.T, outTradeNo, tradeNo, amount string) {
 	form, err := alipay.SignForm(s.signKey, url.Values{
 		"app_id": {e2eAppID}, "seller_id": {e2eSellerID}, "charset": {"utf-8"}, "notify_type": {"trade_status_sync"},
 		"notify_id": {"e2e" + tradeNo}, "notify_time": {bj}, "gmt_create": {bj}, "gmt_payment": {bj},
-		"out_trade_no": {outTradeNo}, "trade_no": {tradeNo}, "trade_status": {string(model.TradeSuccess)},
+		"out_trade_no": {outTradeNo}, "trade_no": {tradeNo}, "trade_status": {string(alipay.TradeSuccess)},
 		"total_amount": {amount}, "receipt_amount": {amount}, "subject": {"paynotify e2e " + outTradeNo}, "version": {"1.0"},
 	})
 	if err != nil {

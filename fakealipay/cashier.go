@@ -8,7 +8,6 @@ import (
 	"net/url"
 
 	"paynotify/alipay"
-	"paynotify/model"
 )
 
 // cashierPage is the whole cashier: the trade, a Pay button while it waits
@@ -122,7 +121,7 @@ func (s *Server) view(t Trade, action string) cashierView {
 		OutTradeNo: t.OutTradeNo,
 		TradeNo:    t.TradeNo,
 		Status:     string(t.Status),
-		CanPay:     t.Status == model.TradeWaitBuyerPay,
+		CanPay:     t.Status == alipay.TradeWaitBuyerPay,
 		Paid:       !t.Paid.IsZero(),
 		Action:     action,
 		ReturnURL:  s.returnURL(t),

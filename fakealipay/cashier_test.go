@@ -12,8 +12,8 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/alipay"
 	"paynotify/fakealipay"
-	"paynotify/model"
 )
 
 // get fetches a page and returns its status and body.
@@ -88,7 +88,7 @@ func TestPagePay(t *testing.T) {
 				t.Fatalf("cashier page: %d\n%s", status, body)
 			}
 			tr, ok := e.fake.Trade("ORD-1")
-			if !ok || tr.Status != model.TradeWaitBuyerPay {
+			if !ok || tr.Status != alipay.TradeWaitBuyerPay {
 				t.Fatalf("opening the page did not open the trade: %+v", tr)
 			}
 			// Opening it again shows the same trade.
@@ -100,7 +100,7 @@ func TestPagePay(t *testing.T) {
 			if status != http.StatusOK || !strings.Contains(body, "paid") {
 				t.Fatalf("after Pay: %d\n%s", status, body)
 			}
-			if tr, _ := e.fake.Trade("ORD-1"); tr.Status != model.TradeSuccess {
+			if tr, _ := e.fake.Trade("ORD-1"); tr.Status != alipay.TradeSuccess {
 				t.Fatalf("status %q after Pay", tr.Status)
 			}
 			if got := len(e.recv.Forms()); got != 1 {
@@ -142,7 +142,7 @@ func TestPrecreateQRCode(t *testing.T) {
 	if status, body := pressPay(t, pre.QRCode, body); status != http.StatusOK || !strings.Contains(body, "paid") {
 		t.Fatalf("after Pay: %d\n%s", status, body)
 	}
-	if tr, _ := e.fake.Trade("ORD-1"); tr.Status != model.TradeSuccess {
+	if tr, _ := e.fake.Trade("ORD-1"); tr.Status != alipay.TradeSuccess {
 		t.Fatalf("status %q after Pay", tr.Status)
 	}
 	if status, _ := get(t, e.gw.URL+"/cashier/2026010122001000000000000000"); status != http.StatusNotFound {

@@ -10,8 +10,8 @@ import (
 
 	smartwalle "github.com/smartwalle/alipay/v3"
 
+	"paynotify/alipay"
 	"paynotify/fakealipay"
-	"paynotify/model"
 )
 
 // TestConcurrent has many buyers and refunds hit one trade at once: one
@@ -82,7 +82,7 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("%d refunds moved money, want 10", got)
 	}
 	tr, _ := e.fake.Trade("ORD-1")
-	if !tr.Refunded().Equal(tr.TotalAmount) || len(tr.Refunds) != 10 || tr.Status != model.TradeClosed {
+	if !tr.Refunded().Equal(tr.TotalAmount) || len(tr.Refunds) != 10 || tr.Status != alipay.TradeClosed {
 		t.Errorf("trade after refunds: refunded %s in %d, status %s", tr.Refunded(), len(tr.Refunds), tr.Status)
 	}
 	e.fake.WaitNotifications()

@@ -10,7 +10,6 @@ import (
 
 	"paynotify/alipay"
 	"paynotify/fakealipay"
-	"paynotify/model"
 )
 
 func TestPrecreatePayQuery(t *testing.T) {
@@ -112,17 +111,17 @@ func TestClose(t *testing.T) {
 		setup   func(t *testing.T, e *env)
 		code    smartwalle.Code
 		subCode string
-		status  model.TradeStatus // after the call; "" if no trade
+		status  alipay.TradeStatus // after the call; "" if no trade
 	}{
-		{name: "Unpaid", setup: func(t *testing.T, e *env) { e.precreate(t, "ORD-1", "10.00") }, code: "10000", status: model.TradeClosed},
+		{name: "Unpaid", setup: func(t *testing.T, e *env) { e.precreate(t, "ORD-1", "10.00") }, code: "10000", status: alipay.TradeClosed},
 		{name: "Unknown", setup: func(*testing.T, *env) {}, code: "40004", subCode: "ACQ.TRADE_NOT_EXIST"},
-		{name: "Paid", setup: func(t *testing.T, e *env) { e.paid(t, "ORD-1", "10.00") }, code: "40004", subCode: "ACQ.TRADE_STATUS_ERROR", status: model.TradeSuccess},
+		{name: "Paid", setup: func(t *testing.T, e *env) { e.paid(t, "ORD-1", "10.00") }, code: "40004", subCode: "ACQ.TRADE_STATUS_ERROR", status: alipay.TradeSuccess},
 		{name: "Closed", setup: func(t *testing.T, e *env) {
 			e.precreate(t, "ORD-1", "10.00")
 			if _, err := e.sdk.TradeClose(context.Background(), smartwalle.TradeClose{OutTradeNo: "ORD-1"}); err != nil {
 				t.Fatal(err)
 			}
-		}, code: "40004", subCode: "ACQ.TRADE_STATUS_ERROR", status: model.TradeClosed},
+		}, code: "40004", subCode: "ACQ.TRADE_STATUS_ERROR", status: alipay.TradeClosed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +202,7 @@ func TestRefund(t *testing.T) {
 		t.Fatalf("final refund answered %+v", r)
 	}
 	tr, _ := e.fake.Trade("ORD-1")
-	if tr.Status != model.TradeClosed || !tr.Refunded().Equal(tr.TotalAmount) || len(tr.Refunds) != 2 {
+	if tr.Status != alipay.TradeClosed || !tr.Refunded().Equal(tr.TotalAmount) || len(tr.Refunds) != 2 {
 		t.Fatalf("trade after refunds: %+v", tr)
 	}
 	wantCode(t, refund("R4", "0.01").Error, smartwalle.CodeBusinessFailed, "ACQ.TRADE_STATUS_ERROR")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/alipay"
 	"paynotify/model"
 )
 
@@ -43,7 +44,7 @@ type Trade struct {
 	TradeNo     string // 28 digits, like Alipay's
 	Subject     string
 	TotalAmount decimal.Decimal
-	Status      model.TradeStatus
+	Status      alipay.TradeStatus
 	// Method is the gateway method that created the trade.
 	Method string
 	// AppID and SellerID are the app that opened the trade and its seller:
@@ -125,7 +126,7 @@ func (s *Server) create(o order) (Trade, error) {
 			return Trade{}, errContextInconsistent
 		case t.Status.Paid():
 			return t.snapshot(), errTradeHasSuccess
-		case t.Status == model.TradeClosed:
+		case t.Status == alipay.TradeClosed:
 			return t.snapshot(), errTradeHasClose
 		}
 		return t.snapshot(), nil
@@ -136,7 +137,7 @@ func (s *Server) create(o order) (Trade, error) {
 		TradeNo:     s.newTradeNo(now),
 		Subject:     o.subject,
 		TotalAmount: o.amount,
-		Status:      model.TradeWaitBuyerPay,
+		Status:      alipay.TradeWaitBuyerPay,
 		Method:      o.method,
 		AppID:       o.app.id,
 		SellerID:    o.app.seller,
@@ -208,12 +209,12 @@ func (s *Server) pay(ctx context.Context, outTradeNo, tradeNo string) error {
 		s.mu.Unlock()
 		return err
 	}
-	if t.Status != model.TradeWaitBuyerPay {
+	if t.Status != alipay.TradeWaitBuyerPay {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrTradeStatus, t.Status)
 	}
 	now := s.now()
-	t.Status = model.TradeSuccess
+	t.Status = alipay.TradeSuccess
 	t.Paid = now
 	to, form := t.NotifyURL, s.tradeForm(t, now)
 	s.mu.Unlock()
@@ -232,10 +233,10 @@ func (s *Server) closeTrade(appID, outTradeNo, tradeNo string) (Trade, error) {
 	}
 	// As Alipay: only a trade waiting for the buyer closes; closing a closed
 	// trade again is an error too.
-	if t.Status != model.TradeWaitBuyerPay {
+	if t.Status != alipay.TradeWaitBuyerPay {
 		return Trade{}, ErrTradeStatus
 	}
-	t.Status = model.TradeClosed
+	t.Status = alipay.TradeClosed
 	t.Closed = s.now()
 	return t.snapshot(), nil
 }
@@ -280,7 +281,7 @@ func (s *Server) refundTrade(appID, outTradeNo, tradeNo, outRequestNo string, am
 	r := Refund{AppID: appID, OutRequestNo: outRequestNo, Amount: amount, At: now}
 	t.Refunds = append(t.Refunds, r)
 	if t.Refunded().Equal(t.TotalAmount) {
-		t.Status = model.TradeClosed
+		t.Status = alipay.TradeClosed
 		t.Closed = now
 	}
 	return refundOutcome{
@@ -350,7 +351,7 @@ func (s *Server) AddPaidTradeIn(appID, outTradeNo, tradeNo string, amount decima
 	}
 	t := &Trade{
 		OutTradeNo: outTradeNo, TradeNo: tradeNo, Subject: "paid elsewhere", TotalAmount: amount,
-		Status: model.TradeSuccess, Method: "seeded", AppID: a.id, SellerID: a.seller, Created: paidAt, Paid: paidAt,
+		Status: alipay.TradeSuccess, Method: "seeded", AppID: a.id, SellerID: a.seller, Created: paidAt, Paid: paidAt,
 	}
 	s.byNo[tradeNo] = t
 	if s.byOut[outTradeNo] == nil {

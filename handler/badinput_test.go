@@ -144,7 +144,7 @@ func TestRefundNoticeWithForeignOutBizNo(t *testing.T) {
 		mustOrder(t, store, "EDGE-2", "10.00")
 		was := snapshot(t, store)
 		form := with(paidForm("EDGE-2", "T-EDGE-2", "10.00"),
-			"trade_status", string(model.TradeClosed), "out_biz_no", "退款🙂", "refund_fee", "10.00", "gmt_refund", "2026-11-30 15:00:00.123")
+			"trade_status", string(alipay.TradeClosed), "out_biz_no", "退款🙂", "refund_fee", "10.00", "gmt_refund", "2026-11-30 15:00:00.123")
 		s.mustNotify(t, s.signedBody(t, form), "success")
 		logs.checkNoError(t)
 		if !strings.Contains(logs.String(), "out_biz_no") {

@@ -94,7 +94,7 @@ func paidForm(sn, tradeNo, amount string) url.Values {
 		"subject":          {"paynotify test + 测试 - " + sn},
 		"total_amount":     {amount},
 		"trade_no":         {tradeNo},
-		"trade_status":     {string(model.TradeSuccess)},
+		"trade_status":     {string(alipay.TradeSuccess)},
 		"version":          {"1.0"},
 	}
 }

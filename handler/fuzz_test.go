@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/model"
@@ -44,7 +45,7 @@ func FuzzNotify(f *testing.F) {
 	genuine := map[ledgerKey]bool{}
 	var bodies []string
 	for _, form := range seeds {
-		if model.TradeStatus(form.Get("trade_status")).Paid() {
+		if alipay.TradeStatus(form.Get("trade_status")).Paid() {
 			genuine[ledgerKey{form.Get("trade_no"), form.Get("out_trade_no"), form.Get("total_amount")}] = true
 		}
 		body := s.signedBody(f, form)

@@ -213,7 +213,7 @@ func TestPayAPI(t *testing.T) {
 			if v.QRCode == "" || v.PayURL != "" || v.Method != "qr" || v.Amount != "12.50" {
 				t.Fatalf("answer %+v, want a qr_code for 12.50", v)
 			}
-			if tr, ok := c.fake.Trade(o.OrderSN); !ok || tr.Status != model.TradeWaitBuyerPay {
+			if tr, ok := c.fake.Trade(o.OrderSN); !ok || tr.Status != alipay.TradeWaitBuyerPay {
 				t.Fatalf("trade at Alipay: %v %+v, want one waiting for the buyer", ok, tr)
 			}
 		})

@@ -8,20 +8,6 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// TradeStatus is Alipay's trade_status.
-type TradeStatus string
-
-// Trade statuses Alipay reports.
-const (
-	TradeWaitBuyerPay TradeStatus = "WAIT_BUYER_PAY"
-	TradeClosed       TradeStatus = "TRADE_CLOSED"
-	TradeSuccess      TradeStatus = "TRADE_SUCCESS"
-	TradeFinished     TradeStatus = "TRADE_FINISHED"
-)
-
-// Paid reports whether money has moved in a trade with this status.
-func (s TradeStatus) Paid() bool { return s == TradeSuccess || s == TradeFinished }
-
 // Beijing is the zone of every time Alipay sends (China has no DST).
 var Beijing = time.FixedZone("CST", 8*60*60)
 

@@ -86,14 +86,31 @@ type PayAttempt struct {
 	CreateTime time.Time
 }
 
+// TradeState is where a trade stands at its provider, in the ledger's
+// terms: every adapter maps its provider's own words onto these.
+type TradeState string
+
+// Trade states.
+const (
+	// TradeOpen: waiting for the buyer.
+	TradeOpen TradeState = "OPEN"
+	// TradePaid: the buyer paid (a part refunded since, or not).
+	TradePaid TradeState = "PAID"
+	// TradeClosed: it takes no payment: closed unpaid, or refunded in
+	// full.
+	TradeClosed TradeState = "CLOSED"
+)
+
+// Paid reports whether money moved in a trade in state s.
+func (s TradeState) Paid() bool { return s == TradePaid }
+
 // Trade is what a provider says of a trade when asked (Alipay's
-// alipay.trade.query), its status in Alipay's words, onto which every
-// adapter maps its own.
+// alipay.trade.query), its state in the ledger's terms.
 type Trade struct {
 	Provider   Provider
 	OutTradeNo string
 	TradeNo    string
-	Status     TradeStatus
+	Status     TradeState
 	Amount     decimal.Decimal
 	PaidAt     *time.Time
 }

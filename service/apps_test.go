@@ -422,7 +422,7 @@ func TestAppsQueryAndCloseInTheirApp(t *testing.T) {
 		if n, err := trades.CloseAbandoned(ctx); err != nil || n != 1 {
 			t.Fatalf("CloseAbandoned = %d, %v; want the group app's trade closed", n, err)
 		}
-		if tr, ok := r.fake.Trade(abandoned); !ok || tr.Status != model.TradeClosed || tr.AppID != appGroup {
+		if tr, ok := r.fake.Trade(abandoned); !ok || tr.Status != alipay.TradeClosed || tr.AppID != appGroup {
 			t.Fatalf("the fake's trade %+v (%v): want closed, in the group app", tr, ok)
 		}
 	})

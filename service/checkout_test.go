@@ -419,7 +419,7 @@ func TestStartSwitchMethod(t *testing.T) {
 			o := mustOrder(t, store, newSN("SW"), "100.00")
 			page := mustStart(t, c, o.OrderSN, model.PayPage)
 			openPayURL(t, page.PayURL)
-			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != model.TradeWaitBuyerPay {
+			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != alipay.TradeWaitBuyerPay {
 				t.Fatalf("trade 1 is %s after opening the page, want WAIT_BUYER_PAY", tr.Status)
 			}
 
@@ -427,7 +427,7 @@ func TestStartSwitchMethod(t *testing.T) {
 			if qr.AttemptNo != 2 || qr.OutTradeNo != o.OrderSN+"-2" || qr.QRCode == "" {
 				t.Fatalf("after switching: %+v, want attempt 2 %s-2 with a QR code", qr, o.OrderSN)
 			}
-			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != model.TradeClosed {
+			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != alipay.TradeClosed {
 				t.Fatalf("trade 1 is %s at Alipay, want TRADE_CLOSED", tr.Status)
 			}
 			if a := mustAttempt(t, store, o.OrderSN); a.State != model.AttemptClosed {

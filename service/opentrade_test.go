@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/fakealipay"
@@ -219,7 +220,7 @@ func TestCloseAbandoned(t *testing.T) {
 			}
 			r.fake.WaitNotifications() // the refund notification, through the handler
 			checkRefundedOnce(t, r, o, o.OrderSN, "100.00")
-			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != model.TradeClosed {
+			if tr := mustTrade(t, r.fake, o.OrderSN); tr.Status != alipay.TradeClosed {
 				t.Fatalf("trade %s after a full refund, want TRADE_CLOSED", tr.Status)
 			}
 			refunds := r.fake.Calls(fakealipay.MethodRefund)
@@ -256,7 +257,7 @@ func TestCloseAbandoned(t *testing.T) {
 					t.Fatalf("attempt %s, want CLOSED", a.State)
 				}
 				tr, ok := r.fake.Trade(o.OrderSN)
-				if ok != tc.wantTrade || (ok && tr.Status != model.TradeClosed) {
+				if ok != tc.wantTrade || (ok && tr.Status != alipay.TradeClosed) {
 					t.Fatalf("trade at Alipay: %v %s", ok, tr.Status)
 				}
 				if len(mustPayments(t, store, o.ID)) != 0 {
@@ -414,7 +415,7 @@ func TestOpenTradesInTwoInstances(t *testing.T) {
 					tr := mustTrade(t, r.fake, o.OrderSN)
 					att := mustAttempt(t, a, o.OrderSN)
 					if i%2 == 0 {
-						if tr.Status != model.TradeClosed || att.State != model.AttemptClosed || len(ps) != 0 {
+						if tr.Status != alipay.TradeClosed || att.State != model.AttemptClosed || len(ps) != 0 {
 							t.Fatalf("%s: trade %s, attempt %s, payments %+v; want closed, nothing paid", o.OrderSN, tr.Status, att.State, ps)
 						}
 						continue
@@ -493,7 +494,7 @@ func TestPaidThroughAnEarlierAttempt(t *testing.T) {
 				if n, err := r.recon.CloseAbandoned(ctx); err != nil || n != 1 {
 					t.Fatalf("CloseAbandoned = %d, %v; want the QR trade closed", n, err)
 				}
-				if tr := mustTrade(t, r.fake, qr.OutTradeNo); tr.Status != model.TradeClosed {
+				if tr := mustTrade(t, r.fake, qr.OutTradeNo); tr.Status != alipay.TradeClosed {
 					t.Fatalf("QR trade %s at Alipay, want TRADE_CLOSED", tr.Status)
 				}
 				if a := mustAttempt(t, store, qr.OutTradeNo); a.State != model.AttemptClosed {

@@ -179,7 +179,7 @@ func TestEventsWrittenWithTheirChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			written := outboxSince(t, store)
-			for _, status := range []model.TradeStatus{model.TradeSuccess, model.TradeFinished} {
+			for _, status := range []alipay.TradeStatus{alipay.TradeSuccess, alipay.TradeFinished} {
 				n := alipay.Notification{NotifyID: "n-" + string(status), TradeStatus: status, OutTradeNo: "EV-DUP",
 					TradeNo: "T-EV-DUP", TotalAmount: decimal.RequireFromString("10.00")}.Observation()
 				if _, outcome, err := payments.Observe(ctx, n); err != nil || outcome != model.OutcomeDuplicate {

@@ -100,7 +100,7 @@ func TestObserveDecisionTable(t *testing.T) {
 			{name: "TradeFinishedAfterSuccessIsDuplicate", order: "100.00",
 				n: func() model.Observation {
 					at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-					return alipay.Notification{NotifyID: "n-finished", TradeStatus: model.TradeFinished, OutTradeNo: "A6",
+					return alipay.Notification{NotifyID: "n-finished", TradeStatus: alipay.TradeFinished, OutTradeNo: "A6",
 						TradeNo: "T-A6", TotalAmount: decimal.RequireFromString("100.00"), GmtPayment: &at}.Observation()
 				}(),
 				setup: func(t *testing.T) {

@@ -336,7 +336,7 @@ func TestAfterSaleRefunds(t *testing.T) {
 			}
 			r.fake.WaitNotifications()
 			tr := mustTrade(t, r.fake, o.OrderSN)
-			if len(tr.Refunds) != 2 || tr.Refunded().StringFixed(2) != "80.00" || tr.Status != model.TradeSuccess {
+			if len(tr.Refunds) != 2 || tr.Refunded().StringFixed(2) != "80.00" || tr.Status != alipay.TradeSuccess {
 				t.Fatalf("Alipay holds %+v (%s), want two refunds of 80.00 in all, trade still TRADE_SUCCESS", tr.Refunds, tr.Status)
 			}
 			if n := eventCount(t, store, o.ID, model.EventRefunded); n != 2 {
@@ -362,7 +362,7 @@ func TestAfterSaleRefunds(t *testing.T) {
 				t.Fatalf("%d refund notifications sent, want 2", len(refundNotes))
 			}
 			for _, n := range refundNotes {
-				if n.Outcome != fakealipay.Acknowledged || n.Form.Get("trade_status") != string(model.TradeSuccess) {
+				if n.Outcome != fakealipay.Acknowledged || n.Form.Get("trade_status") != string(alipay.TradeSuccess) {
 					t.Fatalf("refund notification %s: %s %q", n.Form.Get("trade_status"), n.Outcome, n.Answer)
 				}
 			}
@@ -410,12 +410,12 @@ func TestAfterSaleRefunds(t *testing.T) {
 			}
 			r.fake.WaitNotifications()
 			tr := mustTrade(t, r.fake, o.OrderSN)
-			if len(tr.Refunds) != 3 || !tr.Refunded().Equal(tr.TotalAmount) || tr.Status != model.TradeClosed {
+			if len(tr.Refunds) != 3 || !tr.Refunded().Equal(tr.TotalAmount) || tr.Status != alipay.TradeClosed {
 				t.Fatalf("Alipay holds %+v (%s), want everything refunded and the trade closed", tr.Refunds, tr.Status)
 			}
 			// The full refund's notice says TRADE_CLOSED: still not a payment.
 			notes := r.fake.Notifications()
-			if last := notes[len(notes)-1]; last.Outcome != fakealipay.Acknowledged || last.Form.Get("trade_status") != string(model.TradeClosed) {
+			if last := notes[len(notes)-1]; last.Outcome != fakealipay.Acknowledged || last.Form.Get("trade_status") != string(alipay.TradeClosed) {
 				t.Fatalf("full refund notice %s: %s %q", last.Form.Get("trade_status"), last.Outcome, last.Answer)
 			}
 			if ps := mustPayments(t, store, o.ID); len(ps) != 1 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"paynotify/alipay"
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/model"
@@ -36,12 +37,12 @@ func TestDuplicateCacheAnswersOnlyTheSame(t *testing.T) {
 			{"Amount", func(n *model.Observation) { n.Amount = decimal.RequireFromString("10.01") }, false, "", model.ErrTradeConflict},
 			{"OutTradeNo", func(n *model.Observation) { n.OutTradeNo = other.OrderSN }, false, "", model.ErrTradeConflict},
 			{"App", func(n *model.Observation) { n.App = "2021000000000002" }, false, model.OutcomeDuplicate, nil},
-			{"Status", func(n *model.Observation) { n.Status = string(model.TradeFinished) }, false, model.OutcomeDuplicate, nil},
+			{"Status", func(n *model.Observation) { n.Status = string(alipay.TradeFinished) }, false, model.OutcomeDuplicate, nil},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				o := mustOrder(t, store, newSN("DC-"), "10.00")
 				n := paid(o.OrderSN, "T-"+o.OrderSN, "10.00")
-				n.App, n.Status = "2021000000000001", string(model.TradeSuccess)
+				n.App, n.Status = "2021000000000001", string(alipay.TradeSuccess)
 				if _, outcome, err := p.Observe(ctx, n); err != nil || outcome != model.OutcomeApplied {
 					t.Fatalf("first notice: %s %v", outcome, err)
 				}

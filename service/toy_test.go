@@ -120,9 +120,9 @@ func (p *toyPay) QueryTrade(ctx context.Context, outTradeNo string) (model.Trade
 	out := model.Trade{Provider: toySpec.Name, OutTradeNo: t.OutTradeNo, TradeNo: t.TradeNo, PaidAt: t.PaidAt}
 	switch t.Status {
 	case "OPEN":
-		out.Status = model.TradeWaitBuyerPay
+		out.Status = model.TradeOpen
 	case "PAID":
-		out.Status = model.TradeSuccess
+		out.Status = model.TradePaid
 	case "CLOSED":
 		out.Status = model.TradeClosed
 	default:

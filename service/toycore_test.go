@@ -39,7 +39,7 @@ func TestToyPaymentCore(t *testing.T) {
 		if err != nil || view.Provider != string(toySpec.Name) || view.OutTradeNo != sn || view.QRCode == "" {
 			t.Fatalf("Start = %+v, %v; want the toy's trade %s", view, err, sn)
 		}
-		if tr, err := toy.QueryTrade(ctx, sn); err != nil || tr.Status != model.TradeWaitBuyerPay {
+		if tr, err := toy.QueryTrade(ctx, sn); err != nil || tr.Status != model.TradeOpen {
 			t.Fatalf("the toy's trade once started: %+v, %v", tr, err)
 		}
 

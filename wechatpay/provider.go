@@ -120,12 +120,12 @@ func (p *Provider) QueryTrade(ctx context.Context, outTradeNo string) (model.Tra
 	t := model.Trade{Provider: model.ProviderWechatpay, OutTradeNo: outTradeNo}
 	switch st.State {
 	case TradeSuccess, TradeRefund:
-		t.Status = model.TradeSuccess
+		t.Status = model.TradePaid
 		t.TradeNo, t.Amount = st.Transaction.TransactionID, Yuan(st.Transaction.Total)
 		at := st.Transaction.SuccessTime
 		t.PaidAt = &at
 	case TradeNotPay, TradeUserPaying:
-		t.Status = model.TradeWaitBuyerPay
+		t.Status = model.TradeOpen
 	case TradeClosed, TradeRevoked, TradePayError:
 		t.Status = model.TradeClosed
 	default:

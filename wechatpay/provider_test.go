@@ -43,14 +43,14 @@ func TestProvider(t *testing.T) {
 	if tr, _ := e.fake.Trade("DEMO-9002"); tr.Total != 8800 {
 		t.Fatalf("88.00 yuan opened as %d fen", tr.Total)
 	}
-	if tr, err := p.QueryTrade(ctx, "DEMO-9002"); err != nil || tr.Status != model.TradeWaitBuyerPay || tr.Provider != model.ProviderWechatpay {
+	if tr, err := p.QueryTrade(ctx, "DEMO-9002"); err != nil || tr.Status != model.TradeOpen || tr.Provider != model.ProviderWechatpay {
 		t.Fatalf("query unpaid: %+v %v", tr, err)
 	}
 	if err := e.fake.Pay(ctx, "DEMO-9002"); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := p.QueryTrade(ctx, "DEMO-9002")
-	if err != nil || tr.Status != model.TradeSuccess || !tr.Amount.Equal(decimal.RequireFromString("88.00")) || tr.TradeNo == "" || tr.PaidAt == nil {
+	if err != nil || tr.Status != model.TradePaid || !tr.Amount.Equal(decimal.RequireFromString("88.00")) || tr.TradeNo == "" || tr.PaidAt == nil {
 		t.Fatalf("query paid: %+v %v", tr, err)
 	}
 	if o := tr.Observation(model.PayAttempt{}); o.Check() != nil || o.Provider != model.ProviderWechatpay {

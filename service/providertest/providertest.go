@@ -160,8 +160,8 @@ func testStartQueryPay(t *testing.T, h Harness) {
 		// precreate): what matters is that it is not paid.
 	case err != nil:
 		t.Fatalf("QueryTrade(%s) before paying: %v", sn, err)
-	case tr.Status != model.TradeWaitBuyerPay:
-		t.Fatalf("QueryTrade(%s) before paying: %s, want %s", sn, tr.Status, model.TradeWaitBuyerPay)
+	case tr.Status != model.TradeOpen:
+		t.Fatalf("QueryTrade(%s) before paying: %s, want %s", sn, tr.Status, model.TradeOpen)
 	}
 	if err := h.Fake.Pay(ctx, sn); err != nil {
 		t.Fatalf("the buyer paying %s: %v", sn, err)
@@ -170,7 +170,7 @@ func testStartQueryPay(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatalf("QueryTrade(%s) once paid: %v", sn, err)
 	}
-	if tr.Provider != h.Name || tr.OutTradeNo != sn || tr.Status != model.TradeSuccess || tr.TradeNo == "" || !tr.Amount.Equal(amount) || tr.PaidAt == nil {
+	if tr.Provider != h.Name || tr.OutTradeNo != sn || tr.Status != model.TradePaid || tr.TradeNo == "" || !tr.Amount.Equal(amount) || tr.PaidAt == nil {
 		t.Fatalf("QueryTrade(%s) once paid = %+v; want %s's %s paid, %s, with its trade number and time", sn, tr, h.Name, sn, amount)
 	}
 	o := tr.Observation(model.PayAttempt{Provider: h.Name, Account: h.Account, App: h.App, OutTradeNo: sn})
@@ -287,8 +287,8 @@ func testRefund(t *testing.T, h Harness) {
 	}
 	// The trade is still paid (a part refunded): once, whatever the bill
 	// says of how often (Bill).
-	if after, err := h.Provider.QueryTrade(ctx, tr.OutTradeNo); err != nil || after.Status != model.TradeSuccess {
-		t.Fatalf("QueryTrade once a part is refunded = %+v, %v; want %s", after, err, model.TradeSuccess)
+	if after, err := h.Provider.QueryTrade(ctx, tr.OutTradeNo); err != nil || after.Status != model.TradePaid {
+		t.Fatalf("QueryTrade once a part is refunded = %+v, %v; want %s", after, err, model.TradePaid)
 	}
 	entries := billOf(t, h, tr, func(e model.BillEntry) bool { return e.Kind == model.BillRefund && e.OutRequestNo == no })
 	if len(entries) != 1 || !entries[0].Amount.Equal(refunded.Neg()) || entries[0].TradeNo != tr.TradeNo {
