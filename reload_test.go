@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"paynotify/dao"
 	"paynotify/dao/daotest"
 	"paynotify/fakewechatpay"
+	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/wechatpay"
 )
@@ -728,5 +730,101 @@ func TestReloadNeedsRestart(t *testing.T) {
 	status, body := r.reloadAsked(t, "")
 	if status != http.StatusOK || !strings.Contains(body, `"app":"2021000000000126"`) {
 		t.Fatalf("an app added: %d %s", status, body)
+	}
+}
+
+// Renewing the WeChat Pay merchant certificate: after the reload, calls
+// are signed with the new merchant key and name its serial (the merchant
+// platform that accepts only the new certificate takes the payment
+// start); before it, with the old one.
+func TestReloadMerchantKey(t *testing.T) {
+	r := newRotation(t)
+	oldKey, oldPub := newKeyPair(t)
+	newKey, newPub := newKeyPair(t)
+	wechatKey, wechatPub := newKeyPair(t)
+	const mchID, appID, keyID, apiV3Key = "1900000026", "wx0000000000000026", "PUB_KEY_ID_0119000000000026", "rotation-merchant-apiv3-key-0123"
+	const oldSerial, newSerial = "5157F09EFDC096DE15EBE81A47057A7232F1B826", "6157F09EFDC096DE15EBE81A47057A7232F1B826"
+	platform := func(pub, serial string) *fakewechatpay.Server {
+		wx, err := fakewechatpay.New(fakewechatpay.Config{MchID: mchID, AppID: appID, APIv3Key: apiV3Key, PrivateKey: wechatKey,
+			PublicKeyID: keyID, Sign: fakewechatpay.SignPublicKey, MerchantPublicKey: pub, MerchantSerial: serial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wx.Close)
+		return wx
+	}
+	// WeChat Pay before the renewal, and after it with the old
+	// certificate revoked: each takes calls signed by its merchant key.
+	before, after := platform(oldPub, oldSerial), platform(newPub, newSerial)
+	beforeGW, afterGW := httptest.NewServer(before.Handler()), httptest.NewServer(after.Handler())
+	t.Cleanup(beforeGW.Close)
+	t.Cleanup(afterGW.Close)
+	keyFile, pubFile, apiv3File := filepath.Join(r.dir, "apiclient_key.pem"), r.write(t, "pub_key.pem", wechatPub), r.write(t, "apiv3", apiV3Key)
+	file := func(serial, gateway string) string {
+		return fmt.Sprintf(`wechatpay:
+  - mchid: %q
+    apiv3_key_files: [%s]
+    merchant_key_file: %s
+    merchant_serial: %s
+    public_key_file: %s
+    public_key_id: %s
+    gateway: %s
+    apps:
+      - { appid: %s, name: official }
+`, mchID, apiv3File, keyFile, serial, pubFile, keyID, gateway, appID)
+	}
+	r.write(t, "apiclient_key.pem", oldKey)
+	r.file = r.write(t, "providers.yaml", file(oldSerial, beforeGW.URL))
+	secret := "rotation-merchant-jwt-secret-0123456789"
+	db := filepath.Join(r.dir, "merchant.db")
+	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "ADMIN_TOKEN=" + rotationAdminToken, "PUBLIC_URL=https://pay.example",
+		"RECON_AT=off", "PROVIDERS_FILE=" + r.file, "API_JWT_SECRET=" + secret, "ORDER_PAY_TIMEOUT=24h"}
+	if err := run(context.Background(), environment{args: []string{"migrate"}, environ: environ, stdout: io.Discard, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	base, logs := start(t, []string{"serve"}, environ)
+	r.in = &instance{base: base, log: logs}
+	createOrders(t, store, 2, func(i int) string { return fmt.Sprintf("MCHKEY-%d", i) })
+	token, err := handler.MemberToken([]byte(secret), 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := func(sn string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/orders/"+sn+"/pay", strings.NewReader(`{"provider":"wechatpay","method":"native"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "pay-"+sn)
+		rsp, err := r.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rsp.Body.Close()
+		b, _ := io.ReadAll(rsp.Body)
+		return fmt.Sprintf("%d %s", rsp.StatusCode, b)
+	}
+	if got := pay("MCHKEY-0"); !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("pay with the old certificate: %s", got)
+	}
+	// The new key and serial in place (and, standing in for the old
+	// certificate's revocation, a platform that knows only the new one).
+	r.write(t, "apiclient_key.pem", newKey)
+	r.write(t, "providers.yaml", file(newSerial, afterGW.URL))
+	if status, body := r.reloadAsked(t, "merchant certificate renewed"); status != http.StatusOK {
+		t.Fatalf("reload: %d %s", status, body)
+	}
+	if got := pay("MCHKEY-1"); !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("pay with the new certificate: %s\n%s", got, logs)
+	}
+	if _, ok := after.Trade("MCHKEY-1"); !ok {
+		t.Fatal("the payment started after the reload did not reach the platform that takes the new key only")
+	}
+	if _, ok := before.Trade("MCHKEY-1"); ok {
+		t.Fatal("the payment started after the reload went through the old configuration")
 	}
 }
