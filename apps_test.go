@@ -81,7 +81,7 @@ func TestServeAlipayApps(t *testing.T) {
 			"notify_type": {"trade_status_sync"}, "notify_id": {"n-" + tradeNo}, "notify_time": {"2026-11-30 12:00:00"},
 			"app_id": {appID}, "seller_id": {sellerID}, "charset": {"utf-8"}, "version": {"1.0"},
 			"trade_no": {tradeNo}, "out_trade_no": {sn}, "trade_status": {"TRADE_SUCCESS"}, "total_amount": {"9.00"},
-			"gmt_payment": {model.FormatAlipayTime(time.Now().Add(-time.Minute))},
+			"gmt_payment": {alipay.FormatTime(time.Now().Add(-time.Minute))},
 		}
 		signed, err := alipay.SignForm(a.alipayKey, form)
 		if err != nil {

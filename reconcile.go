@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,8 +67,10 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if _, err := service.CheckBillDate(*date, time.Now()); err != nil {
 		return refuseUsage(fs, env, fmt.Errorf("-date: %w", err))
 	}
-	if *only != "" && !slices.Contains(model.Providers(), model.Provider(*only)) {
-		return refuseUsage(fs, env, fmt.Errorf("-provider %q: want alipay or wechatpay", *only))
+	if *only != "" {
+		if _, err := model.ParseProvider(*only); err != nil {
+			return refuseUsage(fs, env, fmt.Errorf("-provider: %w", err)) // names the providers known
+		}
 	}
 	if *account != "" && *only == "" {
 		return refuseUsage(fs, env, fmt.Errorf("-account %q: name its provider with -provider", model.Clip(*account)))

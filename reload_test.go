@@ -474,7 +474,7 @@ func (a alipayRenewal) notice(t *testing.T, to, sn string, c rotationCert) func(
 		"notify_type": {"trade_status_sync"}, "notify_id": {"n-" + sn}, "notify_time": {"2026-12-07 12:00:00"},
 		"app_id": {a.app}, "seller_id": {a.seller}, "charset": {"utf-8"}, "version": {"1.0"},
 		"trade_no": {"2026120722001400000" + strings.TrimPrefix(sn, "ALI-")}, "out_trade_no": {sn}, "trade_status": {"TRADE_SUCCESS"},
-		"total_amount": {"9.00"}, "gmt_payment": {model.FormatAlipayTime(time.Now().Add(-time.Minute))},
+		"total_amount": {"9.00"}, "gmt_payment": {alipay.FormatTime(time.Now().Add(-time.Minute))},
 	}
 	signed, err := alipay.SignForm(c.key, form)
 	if err != nil {

@@ -47,7 +47,7 @@ func (c *Client) trade(outTradeNo, subject string, amount decimal.Decimal, expir
 	return smartwalle.Trade{
 		NotifyURL: notifyURL, ReturnURL: returnURL, Subject: subject, OutTradeNo: outTradeNo,
 		TotalAmount: amount.StringFixed(2), ProductCode: product,
-		TimeExpire: model.FormatAlipayTime(expireAt),
+		TimeExpire: FormatTime(expireAt),
 	}
 }
 

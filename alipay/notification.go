@@ -12,6 +12,9 @@ import (
 // alipayTimeLayout is the layout of gmt_payment, notify_time and friends.
 const alipayTimeLayout = "2006-01-02 15:04:05"
 
+// FormatTime writes t as Alipay writes its times: Beijing wall time.
+func FormatTime(t time.Time) string { return t.In(model.Beijing).Format(alipayTimeLayout) }
+
 // maxNotifyIDLen is notify_id's documented length, String(128); the column
 // holds as much.
 const maxNotifyIDLen = 128

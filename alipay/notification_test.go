@@ -100,7 +100,7 @@ func TestParseNotificationDropsReferenceFields(t *testing.T) {
 		{"PaymentTimeYear1", []string{"gmt_payment", "0001-01-01 00:00:00"}, "n1", time.Time{}},
 		{"PaymentTimeBeforeAlipay", []string{"gmt_payment", "2003-12-31 23:59:59"}, "n1", time.Time{}},
 		{"PaymentTimeYear9999", []string{"gmt_payment", "9999-12-31 23:59:59"}, "n1", time.Time{}},
-		{"PaymentTimeTwoDaysAhead", []string{"gmt_payment", model.FormatAlipayTime(time.Now().Add(48 * time.Hour))}, "n1", time.Time{}},
+		{"PaymentTimeTwoDaysAhead", []string{"gmt_payment", FormatTime(time.Now().Add(48 * time.Hour))}, "n1", time.Time{}},
 		{"PaymentTimeFirstDay", []string{"gmt_payment", "2004-01-01 00:00:00"}, "n1", time.Date(2003, 12, 31, 16, 0, 0, 0, time.UTC)},
 	}
 	for _, c := range cases {

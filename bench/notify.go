@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"paynotify/alipay"
-	"paynotify/model"
 )
 
 // The merchant the service runs as in the benchmark.
@@ -79,7 +78,7 @@ func newKeys() (keys, error) {
 // unsigned, with the fields of the real samples in
 // testdata/alipay-real-samples.
 func notifyForm(o order, seq int, paid time.Time) url.Values {
-	at := func(d time.Duration) string { return model.FormatAlipayTime(paid.Add(d)) }
+	at := func(d time.Duration) string { return alipay.FormatTime(paid.Add(d)) }
 	fund := fmt.Sprintf(`[{"amount":"%s","fundChannel":"ALIPAYACCOUNT"}]`, o.amount)
 	return url.Values{
 		"gmt_create":       {at(-20 * time.Second)},

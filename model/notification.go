@@ -11,9 +11,6 @@ import (
 // Beijing is the zone of every time Alipay sends (China has no DST).
 var Beijing = time.FixedZone("CST", 8*60*60)
 
-// alipayTime is the layout of gmt_payment, notify_time and friends.
-const alipayTime = "2006-01-02 15:04:05"
-
 // AmountPattern is isAmount's rule as a regular expression (anchored
 // whole, as an HTML input's pattern attribute is): the console's refund
 // form gives it to the browser, so what the browser lets through is what
@@ -53,6 +50,3 @@ func ParseAmount(s string) (decimal.Decimal, error) {
 	}
 	return d, nil
 }
-
-// FormatAlipayTime writes t as Alipay does: Beijing wall time.
-func FormatAlipayTime(t time.Time) string { return t.In(Beijing).Format(alipayTime) }

@@ -240,7 +240,7 @@ func TestAlipayUnknownAppRefused(t *testing.T) {
 					"notify_type": {"trade_status_sync"}, "notify_id": {"n-" + sn}, "notify_time": {"2026-11-30 12:00:00"},
 					"app_id": {tc.app}, "seller_id": {tc.seller}, "charset": {"utf-8"}, "version": {"1.0"},
 					"trade_no": {"2026113022001" + sn}, "out_trade_no": {sn}, "trade_status": {"TRADE_SUCCESS"},
-					"total_amount": {"5.00"}, "gmt_payment": {model.FormatAlipayTime(time.Now().Add(-time.Minute))},
+					"total_amount": {"5.00"}, "gmt_payment": {alipay.FormatTime(time.Now().Add(-time.Minute))},
 				}
 				if answer := r.post(t, form); answer != "failure" {
 					t.Fatalf("answer %q, want failure", answer)

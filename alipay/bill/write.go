@@ -96,11 +96,11 @@ func (w *Writer) cell(col string, l Line) string {
 		return l.OutTradeNo + "  "
 	case ColCreated:
 		if l.CreatedAt.IsZero() {
-			return model.FormatAlipayTime(l.FinishedAt)
+			return formatTime(l.FinishedAt)
 		}
-		return model.FormatAlipayTime(l.CreatedAt)
+		return formatTime(l.CreatedAt)
 	case ColFinished:
-		return model.FormatAlipayTime(l.FinishedAt)
+		return formatTime(l.FinishedAt)
 	case "对方账户":
 		return "dev***@example.com"
 	case ColAmount:
@@ -215,3 +215,6 @@ func writeSummary(w io.Writer, h Header, t model.BillTotals) error {
 	}
 	return s.w.Flush()
 }
+
+// formatTime writes t as the bill does: Beijing wall time.
+func formatTime(t time.Time) string { return t.In(model.Beijing).Format("2006-01-02 15:04:05") }
