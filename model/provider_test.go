@@ -2,7 +2,9 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -54,5 +56,38 @@ func TestRegisterProvider(t *testing.T) {
 	}
 	if (Observation{Provider: "nopaytype"}).Check() == nil {
 		t.Fatal("an observation of a provider never registered is taken")
+	}
+}
+
+// Providers registered by many goroutines at once, while others read the
+// table on every payment's path, are each known once, with their own
+// pay type: a registration is never lost to another's copy.
+func TestRegisterProviderConcurrently(t *testing.T) {
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = RegisterProvider(ProviderSpec{Name: Provider(fmt.Sprintf("conc%d", i)), Title: "Concurrent", PayType: PayType(1000 + i)})
+		})
+		wg.Go(func() {
+			<-start
+			for range 100 {
+				_ = ProviderAlipay.PayType()
+				_ = Providers()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := Provider(fmt.Sprintf("conc%d", i)); p.PayType() != PayType(1000+i) || !slices.Contains(Providers(), p) {
+			t.Fatalf("%s: pay_type %d, listed %v", p, p.PayType(), slices.Contains(Providers(), p))
+		}
 	}
 }
