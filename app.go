@@ -44,9 +44,10 @@ type app struct {
 	// manualRefunds leaves payments owed back to an operator (dev
 	// -manual-refunds): the refund worker does not take them.
 	manualRefunds bool
-	// wechatpay, if set, is the WeChat Pay provider: payments through it,
-	// its jobs and POST /wechatpay/notify.
-	wechatpay *wechatpay.Provider
+	// wechatpay are the WeChat Pay merchants' providers, the default
+	// first (none: WeChat Pay is off): payments through them, their jobs
+	// and POST /wechatpay/notify.
+	wechatpay []*wechatpay.Provider
 	// weChatNotice, if set, checks WeChat Pay's notifications instead of
 	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
 	weChatNotice handler.WeChatPayVerifier
@@ -99,9 +100,13 @@ func alipayVerifier(apps []alipayApp) (*alipay.Apps, error) {
 // weChatPaySet is the WeChat Pay merchant's appids as the service's
 // providers: one adapter per appid (payments start in it; everything else
 // the merchant's apps share), named and limited as PROVIDERS_FILE says.
-func weChatPaySet(cfg config.Config, p *wechatpay.Provider) *service.AppSet {
+//
+// merchants are PROVIDERS_FILE's, in its order (each its own keys, its
+// own mchid the apps' account), or the one WECHATPAY_* configures.
+func weChatPaySet(cfg config.Config, merchants ...*wechatpay.Provider) *service.AppSet {
 	if cfg.Accounts == nil || len(cfg.Accounts.WeChatPay) == 0 {
 		// WECHATPAY_APPID: one app. (dev's client knows a second appid.)
+		p := merchants[0]
 		set := []service.App{{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: p.AppID(), Adapter: p}}
 		for _, id := range p.AppIDs()[1:] {
 			set = append(set, service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: id, Adapter: p.ForApp(id)})
@@ -109,12 +114,15 @@ func weChatPaySet(cfg config.Config, p *wechatpay.Provider) *service.AppSet {
 		return service.NewAppSet(set...)
 	}
 	var set []service.App
-	for _, app := range cfg.Accounts.WeChatPay[0].Apps {
-		a := service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: app.AppID, Name: app.Name, Adapter: p.ForApp(app.AppID)}
-		for _, m := range app.Methods {
-			a.Methods = append(a.Methods, model.PayMethod(m))
+	for i, acc := range cfg.Accounts.WeChatPay {
+		p := merchants[i]
+		for _, app := range acc.Apps {
+			a := service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: app.AppID, Name: app.Name, Adapter: p.ForApp(app.AppID)}
+			for _, m := range app.Methods {
+				a.Methods = append(a.Methods, model.PayMethod(m))
+			}
+			set = append(set, a)
 		}
-		set = append(set, a)
 	}
 	return service.NewAppSet(set...)
 }
@@ -234,7 +242,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	// One round asks every provider its rows name: as often as the most
 	// eager provider wants.
 	interval := cfg.AlipayJobsInterval
-	if a.wechatpay != nil && (len(a.alipay) == 0 || cfg.WeChatPayJobsInterval() < interval) {
+	if len(a.wechatpay) > 0 && (len(a.alipay) == 0 || cfg.WeChatPayJobsInterval() < interval) {
 		interval = cfg.WeChatPayJobsInterval()
 	}
 	s.trades.Interval, s.refunds.Interval = interval, interval
@@ -289,10 +297,10 @@ func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *promethe
 	switch {
 	case a.weChatNotice != nil:
 		weChat = a.weChatNotice
-	case a.wechatpay != nil && rl != nil:
+	case len(a.wechatpay) > 0 && rl != nil:
 		weChat = weChatNotices{rl}
-	case a.wechatpay != nil:
-		weChat = a.wechatpay
+	case len(a.wechatpay) > 0:
+		weChat = wechatpay.Merchants(a.wechatpay)
 	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	dashboard.Accounts = s.recons.Accounts() // the overview shows the configured accounts' runs

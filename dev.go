@@ -26,6 +26,7 @@ import (
 	"paynotify/handler"
 	"paynotify/internal/demo"
 	"paynotify/model"
+	"paynotify/wechatpay"
 )
 
 // devKeyFiles are the development keys: public on purpose, refused by serve.
@@ -203,7 +204,7 @@ func dev(ctx context.Context, env environment) error {
 		manualRefunds: *manualRefunds,
 		verifier:      fakealipay.Verifier{Client: verifier, Fake: fake},
 		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
-		wechatpay:     wx.provider, weChatNotice: wx.verifier})
+		wechatpay:     []*wechatpay.Provider{wx.provider}, weChatNotice: wx.verifier})
 }
 
 // devListen binds addr and says the base URL it is reached at: the fake

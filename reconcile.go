@@ -107,11 +107,15 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		}
 	}
 	if pc.weChatOn {
-		wc, err := wechatpay.New(pc.wechatpay)
-		if err != nil {
-			return err
+		var merchants []*wechatpay.Provider
+		for _, c := range pc.wechatpay {
+			wc, err := wechatpay.New(c)
+			if err != nil {
+				return err
+			}
+			merchants = append(merchants, wechatpay.NewProvider(wc, ""))
 		}
-		if err := providers.Add(weChatPaySet(cfg, wechatpay.NewProvider(wc, ""))); err != nil {
+		if err := providers.Add(weChatPaySet(cfg, merchants...)); err != nil {
 			return err
 		}
 	}

@@ -27,9 +27,10 @@ import (
 )
 
 // buildProviders makes the providers of one reading of the configuration:
-// each Alipay app's client (none when Alipay is off) and the WeChat Pay
-// provider (nil when off). serve builds them at start, and a reload again.
-func buildProviders(cfg config.Config, pc providerConfig) ([]alipayApp, *wechatpay.Provider, error) {
+// each Alipay app's client (none when Alipay is off) and each WeChat Pay
+// merchant's provider (none when off). serve builds them at start, and a
+// reload again.
+func buildProviders(cfg config.Config, pc providerConfig) ([]alipayApp, []*wechatpay.Provider, error) {
 	var apps []alipayApp
 	if pc.alipayOn {
 		var err error
@@ -37,28 +38,30 @@ func buildProviders(cfg config.Config, pc providerConfig) ([]alipayApp, *wechatp
 			return nil, nil, err
 		}
 	}
-	var wx *wechatpay.Provider
+	var wxs []*wechatpay.Provider
 	if pc.weChatOn {
-		wc, err := wechatpay.New(pc.wechatpay)
-		if err != nil {
-			return nil, nil, err
+		for _, c := range pc.wechatpay {
+			wc, err := wechatpay.New(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			wxs = append(wxs, wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify"))
 		}
-		wx = wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify")
 	}
-	return apps, wx, nil
+	return apps, wxs, nil
 }
 
 // providerSets are the service's providers of the clients built: one
 // AppSet per provider configured.
-func providerSets(cfg config.Config, apps []alipayApp, wx *wechatpay.Provider) (service.Providers, error) {
+func providerSets(cfg config.Config, apps []alipayApp, wx []*wechatpay.Provider) (service.Providers, error) {
 	providers := service.Providers{}
 	if len(apps) > 0 {
 		if err := providers.Add(alipaySet(apps, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)); err != nil {
 			return nil, err
 		}
 	}
-	if wx != nil {
-		if err := providers.Add(weChatPaySet(cfg, wx)); err != nil {
+	if len(wx) > 0 {
+		if err := providers.Add(weChatPaySet(cfg, wx...)); err != nil {
 			return nil, err
 		}
 	}
@@ -89,7 +92,7 @@ type reloader struct {
 	sets service.Providers
 	// alipay and wechatpay verify notifications (nil: the provider is off).
 	alipay    atomic.Pointer[alipay.Apps]
-	wechatpay atomic.Pointer[wechatpay.Provider]
+	wechatpay atomic.Pointer[wechatpay.Merchants]
 }
 
 // newReloader is the reloader of a's providers, whose sets the use cases
@@ -103,8 +106,9 @@ func newReloader(log *slog.Logger, environ []string, a app, sets service.Provide
 		}
 		r.alipay.Store(apps)
 	}
-	if a.wechatpay != nil {
-		r.wechatpay.Store(a.wechatpay)
+	if len(a.wechatpay) > 0 {
+		ms := wechatpay.Merchants(a.wechatpay)
+		r.wechatpay.Store(&ms)
 	}
 	return r, nil
 }
@@ -173,7 +177,7 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 // read builds every provider of the configuration as it is now, checked
 // as at start and against what a reload may change; file is
 // PROVIDERS_FILE's path ("": the environment form).
-func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider, string, error) {
+func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Merchants, string, error) {
 	cfg, pc, err := loadConfig(r.environ)
 	file := cfg.ProvidersFile
 	if err != nil {
@@ -212,7 +216,12 @@ func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Provider,
 			return nil, nil, nil, file, err
 		}
 	}
-	return next, notices, wx, file, nil
+	var merchants *wechatpay.Merchants
+	if len(wx) > 0 {
+		ms := wechatpay.Merchants(wx)
+		merchants = &ms
+	}
+	return next, notices, merchants, file, nil
 }
 
 // accounts are the accounts of a provider's set, in order.
@@ -257,11 +266,11 @@ func (v alipayNotices) ReadNotification(ctx context.Context, form url.Values) (m
 	return v.r.alipay.Load().ReadNotification(ctx, form)
 }
 
-// weChatNotices verifies WeChat Pay's notifications with the merchant's
+// weChatNotices verifies WeChat Pay's notifications with the merchants'
 // keys in force.
 type weChatNotices struct{ r *reloader }
 
-// Notice is the provider's in force (wechatpay.Provider).
+// Notice is the merchants' in force (wechatpay.Merchants).
 func (v weChatNotices) Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error) {
 	return v.r.wechatpay.Load().Notice(ctx, h, body)
 }

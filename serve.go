@@ -21,9 +21,10 @@ import (
 // providerConfig is what the environment configures of each provider.
 type providerConfig struct {
 	// alipay are the Alipay apps, every seller's, the default first.
-	alipay    []alipay.AppConfig
-	alipayOn  bool
-	wechatpay wechatpay.Config
+	alipay   []alipay.AppConfig
+	alipayOn bool
+	// wechatpay are the WeChat Pay merchants, the default first.
+	wechatpay []wechatpay.Config
 	weChatOn  bool
 }
 
@@ -43,7 +44,7 @@ func loadConfig(environ []string) (config.Config, providerConfig, error) {
 	if pc.alipayOn {
 		pc.alipay, aerr = alipay.FromConfigApps(cfg, devKeys())
 	}
-	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfig(cfg, devKeys())
+	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfigAll(cfg, devKeys())
 	var herr error
 	if key, _ := cfg.Webhook.Key(); key == devWebhookKey {
 		herr = errors.New("WEBHOOK_SECRET_KEY is paynotify dev's public key: make one with openssl rand -base64 32")

@@ -280,11 +280,14 @@ func (a Accounts) AlipayAppEnv(i, j int) (c Config) {
 // merchant (its first appid and first APIv3 key), for the checks and the
 // client the WECHATPAY_* variables feed. ok is false when the file lists
 // no merchant.
-func (a Accounts) WeChatPayEnv() (w WeChatPay, ok bool) {
-	if len(a.WeChatPay) == 0 || len(a.WeChatPay[0].Apps) == 0 {
+func (a Accounts) WeChatPayEnv() (w WeChatPay, ok bool) { return a.WeChatPayEnvAt(0) }
+
+// WeChatPayEnvAt is WeChatPayEnv of the file's merchant i.
+func (a Accounts) WeChatPayEnvAt(i int) (w WeChatPay, ok bool) {
+	if len(a.WeChatPay) <= i || len(a.WeChatPay[i].Apps) == 0 {
 		return w, false
 	}
-	acc := a.WeChatPay[0]
+	acc := a.WeChatPay[i]
 	w = WeChatPay{MchID: acc.MchID, AppID: acc.Apps[0].AppID, MerchantKeyFile: acc.MerchantKeyFile,
 		MerchantSerial: acc.MerchantSerial, PublicKeyFile: acc.PublicKeyFile, PublicKeyID: acc.PublicKeyID,
 		PlatformCertFiles: strings.Join(acc.PlatformCertFiles, ","), Gateway: acc.Gateway}
@@ -295,11 +298,11 @@ func (a Accounts) WeChatPayEnv() (w WeChatPay, ok bool) {
 }
 
 // Unsupported names what the file may say but this version does not take
-// yet (issue 24's later steps): more than one WeChat Pay merchant, a
-// WeChat Pay merchant certificate. Each is a startup error rather than a
-// configuration silently half-used. Any number of Alipay sellers and
-// apps, several Alipay public certificates, and every app's methods, are
-// taken.
+// yet (issue 24's later steps): a WeChat Pay merchant certificate. It is
+// a startup error rather than a configuration silently half-used. Any
+// number of Alipay sellers and apps, several Alipay public certificates,
+// any number of WeChat Pay merchants and appids, and every app's methods,
+// are taken.
 func (a Accounts) Unsupported() []string {
 	var problems []string
 	for i, acc := range a.WeChatPay {
@@ -307,9 +310,6 @@ func (a Accounts) Unsupported() []string {
 		if acc.MerchantCertFile != "" {
 			problems = append(problems, where+": merchant_cert_file: not checked by this version yet; leave it out")
 		}
-	}
-	if len(a.WeChatPay) > 1 {
-		problems = append(problems, fmt.Sprintf("%s: wechatpay: %d merchants listed; this version takes one WeChat Pay merchant (with any number of appids)", a.File, len(a.WeChatPay)))
 	}
 	return problems
 }

@@ -143,8 +143,7 @@ wechatpay:
     merchant_serial: s
     platform_cert_files: [c]
     apps: [{appid: wx1}]
-`, nil, []string{`wechatpay[0] (mchid "1900000001"): merchant_cert_file: not checked by this version yet`,
-			"wechatpay: 2 merchants listed; this version takes one WeChat Pay merchant"}},
+`, nil, []string{`wechatpay[0] (mchid "1900000001"): merchant_cert_file: not checked by this version yet`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.yaml)

@@ -20,6 +20,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"sync"
 	"time"
@@ -137,6 +138,10 @@ func New(cfg Config) (*Server, error) {
 	block, _ := aes.NewCipher([]byte(cfg.APIv3Key))
 	aead, _ := cipher.NewGCM(block)
 	s := &Server{
+		// Each merchant's ids from a range of its own, as WeChat Pay's are
+		// unique across merchants: two fakes never issue one
+		// transaction_id.
+		seq: int(crc32.ChecksumIEEE([]byte(cfg.MchID))%1000) * 1_000_000_000,
 		cfg: cfg, aead: aead, client: cfg.HTTPClient, now: cfg.Now, resends: cfg.Resends,
 		byOut: make(map[string]*Trade), byPrepay: make(map[string]*Trade), refunds: make(map[string]*Refund),
 		bg: fake.NewBackground(),

@@ -63,16 +63,46 @@ func FromConfig(c config.Config, devKeys []string) (cfg Config, ok bool, err err
 	return cfg, true, nil
 }
 
-// fromFile is FromConfig for PROVIDERS_FILE's merchant: its first appid
-// and APIv3 key as the variables would give them, its other appids and
-// keys beside; every problem names the file and the merchant.
+// FromConfigAll is FromConfig of every merchant: PROVIDERS_FILE's, in its
+// order, or the one WECHATPAY_* configures. Every merchant's problems are
+// named at once.
+func FromConfigAll(c config.Config, devKeys []string) ([]Config, bool, error) {
+	if c.Accounts == nil {
+		cfg, ok, err := FromConfig(c, devKeys)
+		if !ok {
+			return nil, false, err
+		}
+		return []Config{cfg}, true, err
+	}
+	var cfgs []Config
+	var errs []error
+	for i := range c.Accounts.WeChatPay {
+		cfg, ok, err := fromFileAt(*c.Accounts, i, devKeys)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			cfgs = append(cfgs, cfg)
+		}
+	}
+	return cfgs, len(cfgs) > 0, config.Join(errs...)
+}
+
+// fromFile is FromConfig for PROVIDERS_FILE's first merchant.
 func fromFile(a config.Accounts, devKeys []string) (Config, bool, error) {
-	w, ok := a.WeChatPayEnv()
+	return fromFileAt(a, 0, devKeys)
+}
+
+// fromFileAt is FromConfig for PROVIDERS_FILE's merchant i: its first
+// appid and APIv3 key as the variables would give them, its other appids
+// and keys beside; every problem names the file and the merchant.
+func fromFileAt(a config.Accounts, i int, devKeys []string) (Config, bool, error) {
+	w, ok := a.WeChatPayEnvAt(i)
 	if !ok {
 		return Config{}, false, nil
 	}
-	acc := a.WeChatPay[0]
-	where := a.Where("wechatpay", 0, "mchid", acc.MchID)
+	acc := a.WeChatPay[i]
+	where := a.Where("wechatpay", i, "mchid", acc.MchID)
 	cfg, _, err := FromConfig(config.Config{WeChatPay: w}, devKeys)
 	var errs []error
 	if err != nil {
