@@ -170,7 +170,9 @@ func TestServeAlipayApps(t *testing.T) {
 // JSAPI payment in the mini program sends the mini program's appid to the
 // prepay (and signs it into the client's parameters); an app whose methods
 // leave the method out is a 400; switching the order to the official
-// account closes the mini program's trade first.
+// account closes the mini program's trade first; and a second merchant
+// beside it (its own keys, a shared WeChat Pay key serial) takes the
+// order next, its notice recorded under its mchid.
 func TestServeWeChatPayApps(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {
@@ -192,6 +194,18 @@ func TestServeWeChatPayApps(t *testing.T) {
 	gw := httptest.NewServer(wx.Handler())
 	t.Cleanup(gw.Close)
 	t.Cleanup(wx.Close)
+	// A second merchant (another company of the group): its own APIv3 key
+	// and merchant key, the same WeChat Pay public key (a shared serial).
+	const mchID2, group, apiV3Key2 = "1900000062", "wx0000000000000062", "fedcba9876543210fedcba9876543210"
+	merchantKey2, merchantPub2 := newKeyPair(t)
+	wx2, err := fakewechatpay.New(fakewechatpay.Config{MchID: mchID2, AppID: group, APIv3Key: apiV3Key2, PrivateKey: wechatKey,
+		PublicKeyID: keyID, Sign: fakewechatpay.SignPublicKey, MerchantPublicKey: merchantPub2, MerchantSerial: serial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw2 := httptest.NewServer(wx2.Handler())
+	t.Cleanup(gw2.Close)
+	t.Cleanup(wx2.Close)
 	file := fmt.Sprintf(`wechatpay:
   - mchid: %q
     apiv3_key_files: [%s]
@@ -203,7 +217,17 @@ func TestServeWeChatPayApps(t *testing.T) {
     apps:
       - { appid: %s, name: official }
       - { appid: %s, name: miniprogram, methods: [jsapi] }
-`, mchID, write("apiv3", apiV3Key), write("apiclient_key.pem", merchantKey), serial, write("pub_key.pem", wechatPub), keyID, gw.URL, official, mini)
+  - mchid: %q
+    apiv3_key_files: [%s]
+    merchant_key_file: %s
+    merchant_serial: %s
+    public_key_file: %s
+    public_key_id: %s
+    gateway: %s
+    apps:
+      - { appid: %s, name: group }
+`, mchID, write("apiv3", apiV3Key), write("apiclient_key.pem", merchantKey), serial, write("pub_key.pem", wechatPub), keyID, gw.URL, official, mini,
+		mchID2, write("apiv3-2", apiV3Key2), write("apiclient_key-2.pem", merchantKey2), serial, write("pub_key.pem", wechatPub), keyID, gw2.URL, group)
 	secret := "wx-apps-test-jwt-secret-0123456789abcdef"
 	db := filepath.Join(dir, "wx.db")
 	environ := []string{"DB_DRIVER=sqlite", "DB_DSN=" + db, "PROVIDERS_FILE=" + write("providers.yaml", file),
@@ -266,5 +290,59 @@ func TestServeWeChatPayApps(t *testing.T) {
 	a, err := store.LatestAttempt(ctx, o.ID)
 	if err != nil || a.App != official || a.Account != mchID {
 		t.Fatalf("latest attempt %+v %v", a, err)
+	}
+
+	// The second merchant: switching to it closes the first merchant's
+	// trade (through the first), the trade opens there, and its notice —
+	// sealed with its APIv3 key, sent to the one notify URL — is taken
+	// under its mchid. Sealed with its key but naming the first merchant:
+	// refused (a notice is taken only from the merchant whose key opened it
+	// and whose mchid it names).
+	code, v = pay(`{"provider":"wechatpay","method":"native","app":"group"}`)
+	if code != http.StatusOK || v["app"] != group || v["account"] != mchID2 {
+		t.Fatalf("native in the second merchant: %d %v", code, v)
+	}
+	if tr, _ := wx.Trade("WXAPPS-1"); tr.State != wechatpay.TradeClosed {
+		t.Fatalf("the first merchant's trade is %s, want closed before the switch", tr.State)
+	}
+	outTradeNo, _ := v["out_trade_no"].(string)
+	if tr, ok := wx2.Trade(outTradeNo); !ok || tr.AppID != group {
+		t.Fatalf("the second merchant's trade %+v (%v)", tr, ok)
+	}
+	notice := func(mchid, appid, transactionID string) int {
+		t.Helper()
+		resource, _ := json.Marshal(map[string]any{
+			"appid": appid, "mchid": mchid, "out_trade_no": outTradeNo, "transaction_id": transactionID,
+			"trade_type": "NATIVE", "trade_state": "SUCCESS", "success_time": time.Now().Format(time.RFC3339),
+			"payer": map[string]string{"openid": "o"}, "amount": map[string]any{"total": 900, "payer_total": 900, "currency": "CNY", "payer_currency": "CNY"},
+		})
+		body, err := fakewechatpay.Body{ID: "EV-" + transactionID, EventType: wechatpay.EventTransactionSuccess, Summary: "支付成功",
+			OriginalType: "transaction", CreateTime: time.Now(), Resource: resource, Nonce: "0123456789ab"}.Seal(apiV3Key2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := fakewechatpay.SignNotification(wechatKey, keyID, time.Now(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, base+"/wechatpay/notify", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		signed.Set(req.Header)
+		rsp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsp.Body.Close()
+		return rsp.StatusCode
+	}
+	if code := notice(mchID, official, "4200002026113000000000000061"); code < 400 {
+		t.Fatalf("the second merchant's key naming the first merchant: %d, want refused", code)
+	}
+	if code := notice(mchID2, group, "4200002026113000000000000062"); code != http.StatusNoContent {
+		t.Fatalf("the second merchant's notice: %d, want 204", code)
+	}
+	pays, err := store.PaymentsByOrder(ctx, o.ID)
+	if err != nil || len(pays) != 1 || pays[0].State != model.PaymentApplied || pays[0].Account != mchID2 || pays[0].App != group {
+		t.Fatalf("payments %+v %v, want one APPLIED under the second merchant", pays, err)
 	}
 }
