@@ -319,10 +319,20 @@ func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *promethe
 	} else {
 		log.Warn("console disabled: neither CONSOLE_OPERATORS nor ADMIN_TOKEN is set")
 	}
+	// Any other provider's adapter that serves its notifications
+	// (handler.Notifier) gets POST /notify/{provider}: the line that
+	// added it to the providers is its wiring.
+	notifiers := map[model.Provider]handler.Notifier{}
+	for p, gw := range s.providers {
+		if nf, ok := gw.(handler.Notifier); ok {
+			notifiers[p] = nf
+		}
+	}
 	h := handler.New(handler.Deps{
 		Log:             log,
 		Verifier:        verifier,
 		WeChatPay:       weChat,
+		Notifiers:       notifiers,
 		Payments:        s.payments,
 		Orders:          service.NewOrders(store),
 		Checkout:        s.checkout,

@@ -33,6 +33,9 @@ type Deps struct {
 	// WeChatPay verifies WeChat Pay's notifications; nil, /wechatpay/notify
 	// is off.
 	WeChatPay WeChatPayVerifier
+	// Notifiers are the notification endpoints of the other providers,
+	// each served at POST /notify/{provider}.
+	Notifiers map[model.Provider]Notifier
 	Payments  *service.Payments
 	Orders    *service.Orders
 	// JWTSecret signs member tokens; without it the order API is off.
@@ -113,6 +116,10 @@ func New(d Deps) http.Handler {
 	if d.WeChatPay != nil {
 		w := &WeChatPay{verifier: d.WeChatPay, metrics: m, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
+	}
+	for p, nf := range d.Notifiers {
+		n := &notifyRoute{provider: p, notices: nf, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+		r.POST("/notify/"+string(p), n.Notify)
 	}
 
 	routeAPI(r, d)
