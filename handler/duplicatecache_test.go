@@ -57,38 +57,43 @@ type paidPoster struct {
 	post func(t *testing.T, sn, tradeNo, amount, app string) (success bool, answer string)
 }
 
+// The second app of each merchant bothProviders configures.
+const otherApp, otherWxApp = "2021000000000002", "wxd000000000000002"
+
 // bothProviders is the notify surface of Alipay and WeChat Pay, two apps
-// each, over store, with the duplicate cache on whatever
-// TEST_DUPLICATE_CACHE says.
-func bothProviders(t *testing.T, store *dao.Store) []paidPoster {
-	t.Helper()
-	const otherApp, otherWxApp = "2021000000000002", "wxd000000000000002"
+// each, over store, with the duplicate cache on.
+func bothProviders(tb testing.TB, store *dao.Store) *server {
+	tb.Helper()
 	var clients []*alipay.Client
 	for _, id := range []string{appID, otherApp} {
 		c, err := alipay.New(alipay.Config{AppID: id, SellerID: sellerID,
-			AppPrivateKey: devkey.Read(t, "app_private_key.pem"), AlipayPublicKey: devkey.Read(t, "alipay_public_key.pem")})
+			AppPrivateKey: devkey.Read(tb, "app_private_key.pem"), AlipayPublicKey: devkey.Read(tb, "alipay_public_key.pem")})
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		clients = append(clients, c)
 	}
 	apps, err := alipay.NewApps(clients...)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	wx, err := wechatpay.New(wechatpay.Config{
 		MchID: wxMchID, AppID: wxAppID, AppIDs: []string{otherWxApp}, APIv3Key: wxAPIv3Key,
-		MerchantPrivateKey: devkey.Read(t, "wechatpay_merchant_private_key.pem"), MerchantSerial: "3775B6A45ACD588826D15E583A95F5DD4F2B1E2F",
-		PublicKey: devkey.Read(t, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID,
+		MerchantPrivateKey: devkey.Read(tb, "wechatpay_merchant_private_key.pem"), MerchantSerial: "3775B6A45ACD588826D15E583A95F5DD4F2B1E2F",
+		PublicKey: devkey.Read(tb, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID,
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	h := handler.New(handler.Deps{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Verifier: apps, WeChatPay: wechatpay.NewProvider(wx, ""),
 		Payments: service.NewPayments(store, service.DuplicateCache(100)), DB: store, Registry: prometheus.NewRegistry(),
 	})
-	s := &server{store: store, h: h, signKey: devkey.Read(t, "alipay_private_key.pem")}
+	return &server{store: store, h: h, signKey: devkey.Read(tb, "alipay_private_key.pem")}
+}
+
+// posters post paid notices of each provider through s (bothProviders).
+func posters(s *server) []paidPoster {
 	return []paidPoster{
 		{name: "Alipay", apps: [2]string{appID, otherApp},
 			post: func(t *testing.T, sn, tradeNo, amount, app string) (bool, string) {
@@ -99,7 +104,7 @@ func bothProviders(t *testing.T, store *dao.Store) []paidPoster {
 			post: func(t *testing.T, sn, tradeNo, amount, app string) (bool, string) {
 				resource := wxPaid(sn, tradeNo, decimal.RequireFromString(amount).Shift(2).IntPart())
 				resource["appid"] = app
-				code, answer := postWeChatResource(t, h, wechatpay.EventTransactionSuccess, "transaction", resource)
+				code, answer := postWeChatResource(t, s.h, wechatpay.EventTransactionSuccess, "transaction", resource)
 				return code == http.StatusNoContent, fmt.Sprintf("%d %s", code, answer)
 			}},
 	}
@@ -117,7 +122,7 @@ func TestDuplicateCacheDiffersThroughBothProviders(t *testing.T) {
 		if err := store.Trace(stmts.record); err != nil {
 			t.Fatal(err)
 		}
-		for i, p := range bothProviders(t, store) {
+		for i, p := range posters(bothProviders(t, store)) {
 			other := mustOrder(t, store, "DC-OTHER-"+p.name, "10.00")
 			for j, tc := range []struct {
 				name        string
@@ -174,7 +179,7 @@ func TestDuplicateCacheRollbackThroughBothProviders(t *testing.T) {
 			dao.DriverMySQL:  "CREATE TRIGGER dc_fail BEFORE INSERT ON outbox FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'rolled back by the test'",
 			dao.DriverSQLite: "CREATE TRIGGER dc_fail BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'rolled back by the test'); END",
 		}[store.Driver()]
-		for i, p := range bothProviders(t, store) {
+		for i, p := range posters(bothProviders(t, store)) {
 			t.Run(p.name, func(t *testing.T) {
 				sn := "DC-RB-" + p.name
 				o := mustOrder(t, store, sn, "10.00")
