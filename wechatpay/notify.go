@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,8 +122,11 @@ type envelope struct {
 	EventType    string `json:"event_type"`
 	ResourceType string `json:"resource_type"`
 	Resource     struct {
-		Algorithm      string `json:"algorithm"`
-		Ciphertext     string `json:"ciphertext"`
+		Algorithm string `json:"algorithm"`
+		// Ciphertext is base64 in the body: encoding/json decodes it
+		// (base64.StdEncoding) straight into the bytes to open, where a
+		// string field was copied out of the body and decoded again.
+		Ciphertext     []byte `json:"ciphertext"`
 		AssociatedData string `json:"associated_data"`
 		Nonce          string `json:"nonce"`
 	} `json:"resource"`
@@ -133,14 +137,14 @@ type envelope struct {
 // query's payments.Transaction (paidOf). The SDK's model has a pointer
 // per field and a dozen fields more, which decoding a notice paid for.
 type paidResource struct {
-	MchID         string      `json:"mchid"`
-	AppID         string      `json:"appid"`
-	TradeState    string      `json:"trade_state"`
-	TransactionID string      `json:"transaction_id"`
-	OutTradeNo    string      `json:"out_trade_no"`
-	TradeType     string      `json:"trade_type"`
-	SuccessTime   string      `json:"success_time"`
-	Amount        *paidAmount `json:"amount"`
+	MchID         string     `json:"mchid"`
+	AppID         string     `json:"appid"`
+	TradeState    string     `json:"trade_state"`
+	TransactionID string     `json:"transaction_id"`
+	OutTradeNo    string     `json:"out_trade_no"`
+	TradeType     string     `json:"trade_type"`
+	SuccessTime   string     `json:"success_time"`
+	Amount        paidAmount `json:"amount"` // absent or null: no Total
 }
 
 // paidAmount is a transaction's amount: total in fen.
@@ -157,7 +161,7 @@ func paidOf(t payments.Transaction) paidResource {
 		TradeType: deref(t.TradeType), SuccessTime: deref(t.SuccessTime),
 	}
 	if t.Amount != nil {
-		p.Amount = &paidAmount{Total: t.Amount.Total, Currency: deref(t.Amount.Currency)}
+		p.Amount = paidAmount{Total: t.Amount.Total, Currency: deref(t.Amount.Currency)}
 	}
 	return p
 }
@@ -200,6 +204,9 @@ func (c *Client) VerifyNotification(ctx context.Context, h http.Header, body []b
 	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
+		if errors.As(err, new(base64.CorruptInputError)) {
+			return Notification{}, fmt.Errorf("%w: ciphertext is not base64", model.ErrInvalidNotification)
+		}
 		return Notification{}, fmt.Errorf("%w: body is not JSON: %v", model.ErrInvalidNotification, err)
 	}
 	if env.ID == "" {
@@ -276,7 +283,7 @@ func (c *Client) verifySigned(h http.Header, body []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: not base64", ErrSignature)
 	}
-	if key.Verify(signedDigest(ts, nonce, body), raw) != nil {
+	if digest := signedDigest(ts, nonce, body); key.Verify(&digest, raw) != nil {
 		return ErrSignature
 	}
 	return nil
@@ -284,7 +291,7 @@ func (c *Client) verifySigned(h http.Header, body []byte) error {
 
 // signedDigest is the SHA-256 of what WeChat Pay signs:
 // "timestamp\nnonce\nbody\n".
-func signedDigest(ts, nonce string, body []byte) *[sha256.Size]byte {
+func signedDigest(ts, nonce string, body []byte) [sha256.Size]byte {
 	var buf [2048]byte // a notification is about 1 KB
 	msg := append(buf[:0], ts...)
 	msg = append(msg, '\n')
@@ -292,24 +299,26 @@ func signedDigest(ts, nonce string, body []byte) *[sha256.Size]byte {
 	msg = append(msg, '\n')
 	msg = append(msg, body...)
 	msg = append(msg, '\n')
-	digest := sha256.Sum256(msg)
-	return &digest
+	return sha256.Sum256(msg)
 }
 
-// open decrypts a resource (AEAD_AES_256_GCM, the APIv3 key, its nonce
-// and associated_data).
-func (c *Client) open(nonce, ciphertext, ad string) ([]byte, error) {
-	ct, err := base64.StdEncoding.DecodeString(ciphertext)
-	if err != nil {
-		return nil, fmt.Errorf("%w: ciphertext is not base64", model.ErrInvalidNotification)
-	}
+// open decrypts a resource's ciphertext (AEAD_AES_256_GCM, the APIv3
+// key, its nonce and associated_data). The last key tried opens ct in
+// place: ct is the envelope's own copy, read by nothing after.
+func (c *Client) open(nonce string, ct []byte, ad string) ([]byte, error) {
 	if len(nonce) != c.aeads[0].NonceSize() {
 		return nil, fmt.Errorf("%w: nonce of %d bytes, want %d", model.ErrInvalidNotification, len(nonce), c.aeads[0].NonceSize())
 	}
 	// While the APIv3 key is reset WeChat Pay may seal with either key:
-	// the GCM tag refuses the wrong one, so trying each is safe.
-	for _, aead := range c.aeads {
-		if plain, err := aead.Open(nil, []byte(nonce), ct, []byte(ad)); err == nil {
+	// the GCM tag refuses the wrong one, so trying each is safe. A key
+	// that fails clears what it was given to write into, so only the
+	// last may write over ct.
+	for i, aead := range c.aeads {
+		var dst []byte
+		if i == len(c.aeads)-1 {
+			dst = ct[:0]
+		}
+		if plain, err := aead.Open(dst, []byte(nonce), ct, []byte(ad)); err == nil {
 			return plain, nil
 		}
 	}
@@ -336,7 +345,7 @@ func (c *Client) transaction(t paidResource) (Transaction, error) {
 	if tx.TransactionID == "" || tx.OutTradeNo == "" {
 		return Transaction{}, fmt.Errorf("%w: no transaction_id or out_trade_no", model.ErrInvalidNotification)
 	}
-	if t.Amount == nil || t.Amount.Total == nil {
+	if t.Amount.Total == nil {
 		return Transaction{}, fmt.Errorf("%w: no amount.total", model.ErrInvalidNotification)
 	}
 	if err := model.CheckAmount(Yuan(*t.Amount.Total)); err != nil {

@@ -26,6 +26,9 @@ type spec struct {
 	serial   string
 	at       time.Time
 	edit     func(h http.Header, body []byte) []byte
+	// ciphertext, if set, is the resource's ciphertext as signed, for
+	// one that is not what sealing makes.
+	ciphertext string
 }
 
 // paid is the resource of DEMO-1001 paid 100.00 yuan.
@@ -60,12 +63,16 @@ func build(tb testing.TB, s spec) (http.Header, []byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ciphertext := seal(tb, s.apiV3Key, "0123456789AB", "transaction", plain)
+	if s.ciphertext != "" {
+		ciphertext = s.ciphertext
+	}
 	body, err := json.Marshal(map[string]any{
 		"id": "EV-2026-0001", "create_time": "2026-12-01T10:00:01+08:00", "resource_type": "encrypt-resource",
 		"event_type": s.event, "summary": "支付成功",
 		"resource": map[string]string{
 			"original_type": "transaction", "algorithm": "AEAD_AES_256_GCM", "associated_data": "transaction",
-			"nonce": "0123456789AB", "ciphertext": seal(tb, s.apiV3Key, "0123456789AB", "transaction", plain),
+			"nonce": "0123456789AB", "ciphertext": ciphertext,
 		},
 	})
 	if err != nil {
@@ -127,6 +134,8 @@ func TestVerifyNotification(t *testing.T) {
 			h.Set(wechatpay.HeaderSignatureType, "WECHATPAY2-SM2-WITH-SM3")
 			return b
 		}}, wechatpay.ErrSignature},
+		{"CiphertextNotBase64", both, spec{ciphertext: "not*base64"}, model.ErrInvalidNotification},
+		{"CiphertextNotSealed", both, spec{ciphertext: "bm90IHNlYWxlZCBieSBhbnkga2V5"}, wechatpay.ErrDecrypt},
 		{"OtherAPIv3Key", both, spec{apiV3Key: "another-32-byte-apiv3-key-here!!"}, wechatpay.ErrDecrypt},
 		{"OtherMchID", both, spec{resource: with(paid(), "mchid", "1900000002")}, model.ErrWrongMerchant},
 		{"OtherAppID", both, spec{resource: with(paid(), "appid", "wx0000000000000099")}, model.ErrUnknownApp},
