@@ -171,8 +171,10 @@ const maxFormParams = 10000
 
 // parseQuery is url.ParseQuery — the same split on "&", the same refusal
 // of ";" and of bad escapes, the same values — sized for the form at
-// once: one map of the right size and one array under every value slice,
-// where ParseQuery grows its map and makes a slice per field.
+// once: one map of the right size, one array under every value slice,
+// and one buffer under every unescaped key and value, where ParseQuery
+// grows its map and makes a slice and a string per field (a notification
+// has eight or so fields with escapes: dates, e-mails, JSON, the sign).
 func parseQuery(query string) (url.Values, error) {
 	n := strings.Count(query, "&") + 1
 	if n > maxFormParams {
@@ -180,6 +182,11 @@ func parseQuery(query string) (url.Values, error) {
 	}
 	m := make(url.Values, n)
 	values := make([]string, 0, n)
+	// Unescaping never lengthens: one buffer of the query's size holds
+	// every unescaped string. A Builder never changes what it has
+	// written, so each string sliced from it stays as it was.
+	var buf strings.Builder
+	buf.Grow(len(query))
 	var err error
 	for query != "" {
 		var key string
@@ -192,12 +199,12 @@ func parseQuery(query string) (url.Values, error) {
 			continue
 		}
 		key, value, _ := strings.Cut(key, "=")
-		key, err1 := url.QueryUnescape(key)
+		key, err1 := queryUnescape(&buf, key)
 		if err1 != nil {
 			err = cmp.Or(err, err1)
 			continue
 		}
-		value, err1 = url.QueryUnescape(value)
+		value, err1 = queryUnescape(&buf, value)
 		if err1 != nil {
 			err = cmp.Or(err, err1)
 			continue
@@ -210,4 +217,55 @@ func parseQuery(query string) (url.Values, error) {
 		}
 	}
 	return m, err
+}
+
+// queryUnescape is url.QueryUnescape(s), the same value and the same
+// error, written into buf when s has an escape or a '+' (s itself when
+// it has neither).
+func queryUnescape(buf *strings.Builder, s string) (string, error) {
+	escaped := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return "", url.EscapeError(s[i:min(i+3, len(s))])
+			}
+			escaped = true
+			i += 2
+		case '+':
+			escaped = true
+		}
+	}
+	if !escaped {
+		return s, nil
+	}
+	start := buf.Len()
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '%':
+			buf.WriteByte(unHex(s[i+1])<<4 | unHex(s[i+2]))
+			i += 2
+		case '+':
+			buf.WriteByte(' ')
+		default:
+			buf.WriteByte(s[i])
+		}
+	}
+	return buf.String()[start:], nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// unHex is the value of the hex digit c (isHex).
+func unHex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
 }
