@@ -161,17 +161,6 @@ func (ps Providers) choose(p model.Provider, ref string, m model.PayMethod) (App
 	return App{Provider: p, Adapter: gw}, nil
 }
 
-// billOption is src as the optional interface T of a bill source
-// (BillKeeper, BillPublisher): an AppSet's is its default adapter's in
-// force, since the set itself has only a Provider's methods.
-func billOption[T any](src BillSource) (T, bool) {
-	if set, ok := src.(*AppSet); ok {
-		src = set.first()
-	}
-	t, ok := src.(T)
-	return t, ok
-}
-
 // The Provider methods of an AppSet are its default app's.
 
 // Accepts is the default app's.

@@ -185,7 +185,7 @@ func (r *BillReconciler) CheckDate(date string) (time.Time, error) {
 	if err != nil {
 		return day, err
 	}
-	if k, ok := billOption[BillKeeper](r.bills); ok {
+	if k, ok := r.bills.(BillKeeper); ok {
 		if err := k.CheckBillDay(day, now); err != nil {
 			return time.Time{}, fmt.Errorf("%w: %w", model.ErrInvalidRequest, err)
 		}

@@ -75,7 +75,7 @@ func (r *BillReconciler) RunOnce(ctx context.Context) (int, error) {
 // billPublished is how long after Beijing midnight r's bill source has
 // published yesterday's bill (BillPublisher), 0 by default.
 func (r *BillReconciler) billPublished() time.Duration {
-	if p, ok := billOption[BillPublisher](r.bills); ok {
+	if p, ok := r.bills.(BillPublisher); ok {
 		return p.BillPublished()
 	}
 	return 0
