@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -219,6 +220,17 @@ func (p *toyPay) Notice(_ context.Context, h http.Header, body []byte) (model.No
 		OutTradeNo: f.Get("out_trade_no"), Amount: amount, PaidAt: &paidAt, Ref: f.Get("id"), Account: toyAccount, App: f.Get("app")}}, nil
 }
 
+// Answer is the toy's reply to its notification (handler.Notifier):
+// "OK", or "NO: " and why, which has the toy send it again.
+func (p *toyPay) Answer(w http.ResponseWriter, status int, refused error) {
+	if refused == nil {
+		io.WriteString(w, "OK")
+		return
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, "NO: "+refused.Error())
+}
+
 // toyFake is the toy provider, in memory, at its wire protocol.
 type toyFake struct {
 	key string
@@ -314,8 +326,14 @@ func (f *toyFake) Pay(ctx context.Context, outTradeNo string) error {
 			return err
 		}
 		req.Header.Set(toySignature, toyMAC(f.key, body))
-		if rsp, err := http.DefaultClient.Do(req); err == nil {
-			rsp.Body.Close()
+		rsp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("toy: notifying %s: %w", outTradeNo, err)
+		}
+		answer, _ := io.ReadAll(rsp.Body)
+		rsp.Body.Close()
+		if rsp.StatusCode != http.StatusOK || string(answer) != "OK" {
+			return fmt.Errorf("toy: the notification of %s was answered %d %q: not taken", outTradeNo, rsp.StatusCode, answer)
 		}
 	}
 	return nil

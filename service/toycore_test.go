@@ -1,14 +1,17 @@
 package service_test
 
 import (
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
 	"paynotify/service/providertest"
@@ -117,6 +120,40 @@ func TestToyPaymentCore(t *testing.T) {
 			t.Fatalf("run of %s: counts %v, %d unresolved; want the lost payment repaired, nothing else", date, run.Counts, run.Unresolved)
 		}
 		appliedOnce(t, store, lost, lo.ID)
+	})
+}
+
+// The toy's notification reaches the service over HTTP with no more
+// wiring than the line that adds it: serve mounts every provider whose
+// adapter is a handler.Notifier at POST /notify/{provider} (app.go's
+// newRoutes), as here; the toy posts as it pays, and the payment applies.
+func TestToyNotifiesOverHTTP(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		fake, toy := newToy(t)
+		providers := service.Providers{}
+		if err := providers.Add(toy); err != nil { // the one line
+			t.Fatal(err)
+		}
+		payments := service.NewPayments(store)
+		notifiers := map[model.Provider]handler.Notifier{}
+		for p, gw := range providers {
+			if nf, ok := gw.(handler.Notifier); ok {
+				notifiers[p] = nf
+			}
+		}
+		srv := httptest.NewServer(handler.New(handler.Deps{Log: quietLog, Payments: payments, DB: store,
+			Registry: prometheus.NewRegistry(), Notifiers: notifiers}))
+		t.Cleanup(srv.Close)
+		toy.notifyURL = srv.URL + "/notify/" + string(toySpec.Name)
+
+		o := mustOrder(t, store, "TOY-HTTP", "10.00")
+		if _, err := service.NewCheckout(store, providers, payments, nil, quietLog).Start(ctx, 7, "TOY-HTTP", toySpec.Name, model.PayQR); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Pay(ctx, "TOY-HTTP"); err != nil { // answered OK, or an error
+			t.Fatal(err)
+		}
+		appliedOnce(t, store, "TOY-HTTP", o.ID)
 	})
 }
 
