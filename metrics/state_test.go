@@ -114,3 +114,55 @@ func TestReconLastSuccessByProvider(t *testing.T) {
 		}
 	})
 }
+
+// Two sellers of one provider are two series of each reconciliation
+// gauge, read from each seller's runs alone: the first seller's date
+// reconciled does not hide the second's missed one, nor its items.
+func TestReconGaugesByAccount(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		one := model.BillAccount{Provider: model.ProviderAlipay, Account: "2088000000000091", Legacy: true}
+		two := model.BillAccount{Provider: model.ProviderAlipay, Account: "2088000000000092"}
+		for _, r := range []struct {
+			a     model.BillAccount
+			date  string
+			state model.ReconState
+		}{{one, "2026-11-29", model.ReconDone}, {two, "2026-11-20", model.ReconDone}, {two, "2026-11-29", model.ReconFailed}} {
+			run, attempt, err := store.ClaimRun(ctx, r.a, r.date, "test", time.Now(), time.Minute, nil)
+			if err == nil {
+				err = store.FinishRun(ctx, run.ID, "test", attempt, dao.RunResult{State: r.state}, time.Now())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.a == two && r.state == model.ReconDone {
+				if err := store.SaveItems(ctx, []model.ReconItem{{RunID: run.ID, AttemptNo: attempt, Outcome: model.ReconUnmatched, Ref: "T-92", TradeNo: "T-92"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		reg := prometheus.NewRegistry()
+		m := metrics.New(reg)
+		m.WatchState(store)
+		m.BillAccounts([]model.BillAccount{one, two})
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		day := func(date string) string {
+			d, err := service.ParseBillDate(date)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strconv.FormatFloat(float64(d.Unix()), 'g', -1, 64)
+		}
+		for _, w := range []string{
+			`paynotify_reconciliation_last_success_date{account="2088000000000091",provider="alipay"} ` + day("2026-11-29"),
+			`paynotify_reconciliation_last_success_date{account="2088000000000092",provider="alipay"} ` + day("2026-11-20"),
+			`paynotify_reconciliation_unresolved_items{account="2088000000000091",provider="alipay"} 0`,
+			`paynotify_reconciliation_unresolved_items{account="2088000000000092",provider="alipay"} 1`,
+		} {
+			if !strings.Contains(rec.Body.String(), w+"\n") {
+				t.Errorf("/metrics lacks %q:\n%s", w, rec.Body)
+			}
+		}
+	})
+}

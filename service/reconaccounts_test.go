@@ -44,8 +44,9 @@ func TestReconcilePerAccount(t *testing.T) {
 
 		recons := service.NewReconcilers(store, r.providers, r.payments, quietLog)
 		all := recons[model.ProviderAlipay]
-		if len(all) != 2 || all[0].Account != sellerOne || all[1].Account != sellerTwo || all[0].Name() == all[1].Name() {
-			t.Fatalf("reconcilers %v: want one per seller, named apart", recons.Accounts())
+		if len(all) != 2 || all[0].Account != sellerOne || all[1].Account != sellerTwo ||
+			all[0].Name() != "reconciliation" || all[1].Name() != "reconciliation_alipay_"+sellerTwo {
+			t.Fatalf("reconcilers %v named %q and %q: want one per seller, the first's job named as before", recons.Accounts(), all[0].Name(), all[1].Name())
 		}
 		runs := map[string]model.ReconRun{}
 		for _, rec := range all {

@@ -21,14 +21,13 @@ const (
 // provider and account: a provider's first account's as the provider's
 // was named before runs were kept per account.
 func (r *BillReconciler) Name() string {
-	name := "reconciliation_" + string(r.Provider)
-	if r.Provider == model.DefaultProvider {
-		name = "reconciliation" // as it was named before WeChat Pay
+	switch {
+	case r.Account != "" && !r.Of().Legacy:
+		return "reconciliation_" + string(r.Provider) + "_" + r.Account
+	case r.Provider == model.DefaultProvider:
+		return "reconciliation" // as it was named before WeChat Pay
 	}
-	if r.Account != "" && !r.Of().Legacy {
-		name += "_" + r.Account
-	}
-	return name
+	return "reconciliation_" + string(r.Provider)
 }
 
 // RunOnce is one round of the daily job: it reconciles yesterday (Beijing)
