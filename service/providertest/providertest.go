@@ -181,6 +181,15 @@ func testStartQueryPay(t *testing.T, h Harness) {
 
 func testClose(t *testing.T, h Harness) {
 	ctx := context.Background()
+	// A paid trade is not closed: the close is refused, the trade stays
+	// paid.
+	tr := paid(t, h)
+	if err := h.Provider.CloseTrade(ctx, tr.OutTradeNo); err == nil {
+		t.Fatalf("CloseTrade of the paid trade %s: no error", tr.OutTradeNo)
+	}
+	if after, err := h.Provider.QueryTrade(ctx, tr.OutTradeNo); err != nil || after.Status != model.TradePaid {
+		t.Fatalf("QueryTrade of a paid trade asked to close = %+v, %v; want %s", after, err, model.TradePaid)
+	}
 	sn := start(t, h)
 	if err := h.Provider.CloseTrade(ctx, sn); err != nil {
 		t.Fatalf("CloseTrade(%s): %v", sn, err)
@@ -285,6 +294,9 @@ func testRefund(t *testing.T, h Harness) {
 	if err != nil || !done {
 		t.Fatalf("RefundDone(%s) = %v, %v; want true", no, done, err)
 	}
+	// The same request number for another amount refunds nothing more,
+	// whatever it answers.
+	h.Provider.Refund(ctx, tr.TradeNo, no, refunded.Add(decimal.New(1, 0)), "providertest")
 	// The trade is still paid (a part refunded): once, whatever the bill
 	// says of how often (Bill).
 	if after, err := h.Provider.QueryTrade(ctx, tr.OutTradeNo); err != nil || after.Status != model.TradePaid {
