@@ -54,6 +54,13 @@ func newHooks(log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.
 	// back from the others only that long (40 s by default).
 	d.Lease = 2*w.Timeout + 10*time.Second
 	d.OnAttempt = m.WebhookAttempt
+	// Deliveries this instance fanned out are due at once: the deliverer
+	// need not wait for its interval to see them.
+	h.fanout.OnFannedOut = func(_, deliveries int) {
+		if deliveries > 0 {
+			d.Wake()
+		}
+	}
 	h.deliverer = d
 	if w.AllowPrivate {
 		log.Warn("WEBHOOK_ALLOW_PRIVATE=true: webhook endpoints may be http:// and on loopback or private addresses")

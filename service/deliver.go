@@ -106,6 +106,15 @@ func (d *Deliverer) Job() Job {
 	return Job{Name: "webhook-delivery", Interval: d.Interval, RunOnce: d.RunOnce, Wake: d.wake}
 }
 
+// Wake starts a round now if none is running (the fan-out made
+// deliveries: they are due at once).
+func (d *Deliverer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Wait waits for the requests in flight (after the job's context ended,
 // they end at once, recorded nowhere: their leases run out), then lets go
 // of the claims still queued, so another instance, or this one started
@@ -253,6 +262,11 @@ func (d *Deliverer) run(ctx context.Context, l *lane, q queued) {
 			d.done = append(d.done, d.decide(q.dl, res))
 			l.observe(res.Duration)
 		}
+		if res.Kind == model.AttemptGone {
+			// The endpoint asked to be disabled: what it has queued is not
+			// sent (the next round disables it and fails them).
+			l.queue = nil
+		}
 		next, ok := q, false
 		if ctx.Err() == nil {
 			next, ok = l.pop(d.now(), d.Lease/2)
@@ -263,10 +277,7 @@ func (d *Deliverer) run(ctx context.Context, l *lane, q queued) {
 		wake := len(d.done) >= recordBatch || l.low(d.Concurrency, d.MaxClaim, d.Lease)
 		d.mu.Unlock()
 		if wake {
-			select {
-			case d.wake <- struct{}{}:
-			default:
-			}
+			d.Wake()
 		}
 		if !ok {
 			return

@@ -751,3 +751,43 @@ func TestWebhookStopLetsGoOfQueuedClaims(t *testing.T) {
 		}
 	})
 }
+
+// A 410 stops what its endpoint has queued: the deliveries claimed behind
+// it are not sent, and the endpoint is disabled.
+func TestWebhookGoneStopsTheQueue(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		var mu sync.Mutex
+		served := 0
+		rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			mu.Lock()
+			served++
+			n := served
+			mu.Unlock()
+			if n <= 3 {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.WriteHeader(http.StatusGone)
+		})
+		ep := r.create(rc)
+		for i := range 60 {
+			r.event(model.EventOrderPaid, int64(300+i), paidData(int64(300+i)))
+		}
+		// One slot: the first claim is one delivery, the next (its answer
+		// timed) runs well ahead of the 410.
+		r.deliverer(5*time.Second, func(d *service.Deliverer) { d.Concurrency = 1 })
+		waitFor(t, "the endpoint disabled", func() bool {
+			e, err := r.hooks.Endpoint(context.Background(), ep.ID)
+			return err == nil && !e.Enabled
+		})
+		waitFor(t, "no delivery PENDING", func() bool {
+			ds, err := store.WebhookDeliveries(context.Background(), ep.ID, model.DeliveryPending, time.Time{}, 100)
+			return err == nil && len(ds) == 0
+		})
+		// The one 410 and, at most, one more a round claimed as it came.
+		if n := rc.total(); n < 4 || n > 5 {
+			t.Errorf("%d requests, want the three delivered and the 410 (a fifth at most)", n)
+		}
+	})
+}
