@@ -225,8 +225,8 @@ func TestDevSignExample(t *testing.T) {
 				t.Fatalf("the signed variant answered %q", got)
 			}
 			waitForMetrics(t, base, []string{
-				fmt.Sprintf(`paynotify_refunds_total{provider="alipay",result="refunded"} %d`, c.refunded),
-				`paynotify_refunds_total{provider="alipay",result="failed"} 0`,
+				fmt.Sprintf(`paynotify_refunds_total{account="2088000000000001",provider="alipay",result="refunded"} %d`, c.refunded),
+				`paynotify_refunds_total{account="2088000000000001",provider="alipay",result="failed"} 0`,
 			}, nil)
 			store, err := dao.Open(context.Background(), dao.DriverSQLite, db, dao.Options{})
 			if err != nil {

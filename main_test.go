@@ -298,8 +298,8 @@ func TestDevRefundsWhatItCannotApply(t *testing.T) {
 	// The metrics say so: the refund by result, the requests by route
 	// template, never by the order_sn in the path.
 	waitForMetrics(t, base, []string{
-		`paynotify_refunds_total{provider="alipay",result="refunded"} 1`,
-		`paynotify_refunds_total{provider="alipay",result="failed"} 0`,
+		`paynotify_refunds_total{account="2088000000000001",provider="alipay",result="refunded"} 1`,
+		`paynotify_refunds_total{account="2088000000000001",provider="alipay",result="failed"} 0`,
 		`paynotify_http_requests_total{method="POST",route="/alipay/notify",status="200"} 1`,
 		`paynotify_http_requests_total{method="GET",route="/admin/orders/:sn/refunds",status="200"}`,
 		`paynotify_notify_group_size_count`,

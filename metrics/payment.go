@@ -12,8 +12,8 @@ import (
 func (m *Metrics) newPayment() {
 	m.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_payments_unmatched_total",
-		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
-	}, []string{"provider"})
+		Help: "Verified payments whose out_trade_no names no order, recorded UNMATCHED, by provider and account: refund them (POST /admin/payments/{provider}/{trade_no}/refund).",
+	}, []string{"provider", "account"})
 	m.groupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "paynotify_notify_group_size",
 		Help:    "Notifications applied per group transaction (group apply).",
@@ -25,8 +25,8 @@ func (m *Metrics) newPayment() {
 	}, []string{"reason"})
 	m.refunds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paynotify_refunds_total",
-		Help: "Refunds finished, by provider and result: refunded, or failed (refused by the provider, payment REFUND_FAILED: an operator has to look).",
-	}, []string{"provider", "result"})
+		Help: "Refunds finished, by provider, account and result: refunded, or failed (refused by the provider, payment REFUND_FAILED: an operator has to look).",
+	}, []string{"provider", "account", "result"})
 	m.unguarded = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "paynotify_pay_starts_unguarded_total",
 		Help: "Payment starts that ran without the Redis guard (not configured, or Redis down).",
@@ -45,8 +45,6 @@ func (m *Metrics) newPayment() {
 // an alert on "failed" has a series to watch.
 func (m *Metrics) Providers(providers []model.Provider) {
 	for _, p := range providers {
-		m.refunds.WithLabelValues(string(p), "refunded")
-		m.refunds.WithLabelValues(string(p), "failed")
 		m.answers.WithLabelValues(string(p), AnswerSuccess)
 		m.answers.WithLabelValues(string(p), AnswerFailure)
 		m.refused.WithLabelValues(string(p), RefusedUnknownApp)
@@ -56,10 +54,31 @@ func (m *Metrics) Providers(providers []model.Provider) {
 // BillAccounts names the provider accounts whose reconciliation
 // WatchState's gauges report, one series each: only theirs, so an account
 // not configured is never alerted on.
+//
+// It gives each account its refunds' series from the start too (refunded
+// and failed), so an alert on "failed" has a series to watch.
 func (m *Metrics) BillAccounts(accounts []model.BillAccount) {
+	for _, a := range accounts {
+		m.refunds.WithLabelValues(string(a.Provider), a.Account, "refunded")
+		m.refunds.WithLabelValues(string(a.Provider), a.Account, "failed")
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.accounts = slices.Clone(accounts)
+}
+
+// accountOf is the account label of provider p's account: a row written
+// before the ledger knew accounts (”) is the provider's first account's.
+func (m *Metrics) accountOf(p model.Provider, account string) string {
+	if account != "" {
+		return account
+	}
+	for _, a := range m.billAccounts() {
+		if a.Provider == p {
+			return a.Account
+		}
+	}
+	return ""
 }
 
 // billAccounts is what BillAccounts was last given.
@@ -74,7 +93,7 @@ func (m *Metrics) billAccounts() []model.BillAccount {
 // operator's to refund.
 func (m *Metrics) PaymentUnmatched(p model.Payment) {
 	if m != nil {
-		m.unmatched.WithLabelValues(string(p.Provider)).Inc()
+		m.unmatched.WithLabelValues(string(p.Provider), m.accountOf(p.Provider, p.Account)).Inc()
 	}
 }
 
@@ -94,17 +113,17 @@ func (m *Metrics) GroupFallback(f service.Fallback) {
 	}
 }
 
-// RefundFinished counts a refund through provider that ended in state to
+// RefundFinished counts a refund f (its provider and account) that ended in state to
 // (for service.Refunds.OnFinished): refunded, or failed for REFUND_FAILED.
-func (m *Metrics) RefundFinished(provider model.Provider, to model.RefundState) {
+func (m *Metrics) RefundFinished(f model.Refund, to model.RefundState) {
 	if m == nil {
 		return
 	}
+	result := "refunded"
 	if to == model.RefundFailed {
-		m.refunds.WithLabelValues(string(provider), "failed").Inc()
-		return
+		result = "failed"
 	}
-	m.refunds.WithLabelValues(string(provider), "refunded").Inc()
+	m.refunds.WithLabelValues(string(f.Provider), m.accountOf(f.Provider, f.Account), result).Inc()
 }
 
 // PayStartUnguarded counts a payment start that ran without the Redis

@@ -48,7 +48,7 @@ type Refunds struct {
 	// OnFinished, if set, is told how each refund ended (REFUNDED, or
 	// REFUND_FAILED: refused by Alipay), once, after it is recorded.
 	// The provider is the one the money went back through.
-	OnFinished func(model.Provider, model.RefundState)
+	OnFinished func(model.Refund, model.RefundState)
 	now        func() time.Time
 }
 
@@ -287,7 +287,7 @@ func (r *Refunds) finish(ctx context.Context, f model.Refund, to model.RefundSta
 		finished = true
 		return r.announceEnd(ctx, tx, f, to, order.OrderSN)
 	})
-	return r.ended(err, finished, f.Provider, to)
+	return r.ended(err, finished, f, to)
 }
 
 // refundEnd is the payment state and the event a refund that ended in to
@@ -317,9 +317,9 @@ func (r *Refunds) announceEnd(ctx context.Context, tx eventWriter, f model.Refun
 
 // ended tells OnFinished of a refund this call finished (its transaction
 // committed) and returns the transaction's error.
-func (r *Refunds) ended(err error, finished bool, provider model.Provider, to model.RefundState) error {
+func (r *Refunds) ended(err error, finished bool, f model.Refund, to model.RefundState) error {
 	if err == nil && finished && r.OnFinished != nil {
-		r.OnFinished(provider, to)
+		r.OnFinished(f, to)
 	}
 	return err
 }

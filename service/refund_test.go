@@ -105,7 +105,7 @@ func TestRefundUnknownOutcome(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				var told []model.RefundState
-				r.refunds.OnFinished = func(_ model.Provider, to model.RefundState) { told = append(told, to) }
+				r.refunds.OnFinished = func(_ model.Refund, to model.RefundState) { told = append(told, to) }
 				defer func() { r.refunds.OnFinished = nil }()
 				o := owedBack(t, r, c, "RU", "66.00")
 				if n, err := r.refunds.Enqueue(ctx); err != nil || n != 1 {
@@ -196,7 +196,7 @@ func TestRefundWorkersInTwoInstances(t *testing.T) {
 					for _, store := range []*dao.Store{a, b, a, b} {
 						w := service.NewRefunds(store, r.providers(), quietLog)
 						w.Batch, w.Lease = 3, lease.d
-						w.OnFinished = func(_ model.Provider, to model.RefundState) {
+						w.OnFinished = func(_ model.Refund, to model.RefundState) {
 							mu.Lock()
 							defer mu.Unlock()
 							finished[to]++

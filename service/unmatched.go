@@ -176,7 +176,7 @@ func (r *Refunds) finishOrderless(ctx context.Context, f model.Refund, to model.
 		finished = true
 		return r.announceEnd(ctx, tx, f, to, "")
 	})
-	return r.ended(err, finished, f.Provider, to)
+	return r.ended(err, finished, f, to)
 }
 
 // Unmatched lists up to limit UNMATCHED payments, oldest first: money we
