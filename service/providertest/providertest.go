@@ -106,6 +106,15 @@ func Test(t *testing.T, h Harness) {
 	if !h.Provider.Accepts(h.Method) || h.Provider.SignsLocally(h.Method) {
 		t.Fatalf("Harness.Method %q: want a method the adapter accepts and opens at the provider", h.Method)
 	}
+	if a, ok := h.Provider.(service.Adapter); ok {
+		// What Providers.Add registers: the provider it speaks for, a
+		// spec the ledger takes.
+		if s := a.Spec(); s.Name != h.Name {
+			t.Errorf("Spec names provider %q, want %q", s.Name, h.Name)
+		} else if err := model.RegisterProvider(s); err != nil {
+			t.Errorf("Spec %+v: %v", s, err)
+		}
+	}
 	t.Run("StartQueryPay", func(t *testing.T) { testStartQueryPay(t, h) })
 	t.Run("Close", func(t *testing.T) { testClose(t, h) })
 	t.Run("Notices", func(t *testing.T) { testNotices(t, h) })
