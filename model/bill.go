@@ -18,7 +18,8 @@ type Bill interface {
 	Close() error
 }
 
-// BillKind is what a line of Alipay's trade bill records (业务类型).
+// BillKind is what a line of a provider's trade bill records (Alipay's
+// 业务类型, WeChat Pay's 交易状态).
 type BillKind string
 
 // Kinds of bill line.
@@ -29,13 +30,15 @@ const (
 	BillRefund BillKind = "REFUND"
 )
 
-// BillEntry is one line of the detail (业务明细) of Alipay's trade bill:
-// Alipay's own record of a payment or a refund.
+// BillEntry is one line of a provider's trade bill in the ledger's terms
+// (each adapter's reader makes it): the provider's own record of a
+// payment or a refund.
 type BillEntry struct {
 	// Line is the entry's line number in the detail file, for messages.
 	Line int
 	Kind BillKind
-	// TradeNo is Alipay's trade number (支付宝交易号); a refund carries the
+	// TradeNo is the provider's trade number (Alipay's 支付宝交易号, WeChat
+	// Pay's 微信订单号); a refund carries the
 	// number of the trade it refunds.
 	TradeNo string
 	// OutTradeNo is our out_trade_no (商户订单号).
@@ -48,10 +51,11 @@ type BillEntry struct {
 	// Received is what the merchant received (商家实收), negative for a
 	// refund.
 	Received decimal.Decimal
-	// Fee is Alipay's service fee (服务费): negative when charged, positive
-	// when given back with a refund, as the bill writes it.
+	// Fee is the provider's service fee (服务费, 手续费): negative when
+	// charged, positive when given back with a refund, as the bill
+	// writes it.
 	Fee decimal.Decimal
-	// FinishedAt is when Alipay completed it (完成时间), in UTC.
+	// FinishedAt is when the provider completed it, in UTC.
 	FinishedAt time.Time
 }
 
@@ -126,7 +130,7 @@ var (
 	// truncated ZIP, another encoding, a missing column, totals that do not
 	// add up). Nothing in it may be trusted.
 	ErrBadBill = errors.New("bad bill")
-	// ErrNoBill: Alipay has no bill for that day (NO_BILL_DATA,
-	// BILL_NOT_EXIST): no business that day.
+	// ErrNoBill: the provider has no bill for that day (Alipay's
+	// NO_BILL_DATA, BILL_NOT_EXIST): no business that day.
 	ErrNoBill = errors.New("no bill for that day")
 )

@@ -8,7 +8,8 @@ import (
 // Domain errors. The dao turns driver errors into these; the handler maps
 // them to answers through one table.
 var (
-	// ErrBadSignature: the notification is not signed by Alipay with RSA2.
+	// ErrBadSignature: the notification is not signed by its provider's
+	// key (Alipay's RSA2, WeChat Pay's SHA256-RSA, …).
 	ErrBadSignature = errors.New("bad signature")
 	// ErrSignatureProbe: a provider's probe of whether we verify (WeChat
 	// Pay's WECHATPAY/SIGNTEST/ signatures): refused as a bad signature,

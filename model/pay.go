@@ -50,7 +50,8 @@ type ClientPay struct {
 	Params   map[string]string `json:"params"`
 }
 
-// AttemptState is where a payment attempt (one Alipay trade) stands.
+// AttemptState is where a payment attempt (one trade at its provider)
+// stands.
 type AttemptState string
 
 // Attempt states.
@@ -104,8 +105,8 @@ const (
 // Paid reports whether money moved in a trade in state s.
 func (s TradeState) Paid() bool { return s == TradePaid }
 
-// Trade is what a provider says of a trade when asked (Alipay's
-// alipay.trade.query), its state in the ledger's terms.
+// Trade is what a provider says of a trade when asked, its state in the
+// ledger's terms.
 type Trade struct {
 	Provider   Provider
 	OutTradeNo string

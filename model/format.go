@@ -8,7 +8,8 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Beijing is the zone of every time Alipay sends (China has no DST).
+// Beijing is the zone of every time a provider sends and of a bill's day
+// (China has no DST).
 var Beijing = time.FixedZone("CST", 8*60*60)
 
 // AmountPattern is isAmount's rule as a regular expression (anchored
@@ -34,9 +35,9 @@ const MaxRefundReason = 200
 // the older, opened in December 2004).
 var EarliestPayment = time.Date(2004, 1, 1, 0, 0, 0, 0, Beijing)
 
-// ParseAmount parses a yuan amount as Alipay writes it ("100.00"), never
-// through a float, and holds it to CheckAmount: positive, at most two
-// decimals, at most MaxAmount.
+// ParseAmount parses a yuan amount as providers and requests write it
+// ("100.00"), never through a float, and holds it to CheckAmount:
+// positive, at most two decimals, at most MaxAmount.
 func ParseAmount(s string) (decimal.Decimal, error) {
 	if !isAmount(s) {
 		return decimal.Decimal{}, fmt.Errorf("%q is not an amount with at most 2 decimals", Clip(s))
