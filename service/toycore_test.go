@@ -111,7 +111,11 @@ func TestToyPaymentCore(t *testing.T) {
 		r.Provider = toySpec.Name
 		r.Grace = 0
 		r.SetClock(func() time.Time { return time.Now().Add(24 * time.Hour) }) // today is yesterday
-		date := time.Now().In(model.Beijing).Format(time.DateOnly)
+		tr, err := toy.QueryTrade(ctx, lost)
+		if err != nil || tr.PaidAt == nil {
+			t.Fatalf("the lost payment at the toy: %+v, %v", tr, err)
+		}
+		date := tr.PaidAt.In(model.Beijing).Format(time.DateOnly) // its day, should midnight fall mid-test
 		run, err := r.Run(ctx, date)
 		if err != nil || run.State != model.ReconDone {
 			t.Fatalf("run of %s: %+v, %v", date, run, err)
