@@ -322,3 +322,44 @@ func TestRetentionTwoInstances(t *testing.T) {
 		})
 	}
 }
+
+// Two sellers' runs of one date: the retention job deletes the bill lines
+// of the run reconciled cleanly and keeps the other seller's — whose run
+// has an item to look at, and which can still be run again without
+// booking its fees twice.
+func TestRetentionPurgesOneAccountsLines(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		const date, clean, open = "2026-08-01", "2088000000000031", "2088000000000032"
+		for _, account := range []string{clean, open} {
+			execSQL(t, store, "INSERT INTO recon_run (provider, account, bill_date, state, lease_until, create_time, update_time) VALUES (?,?,?,?,?,?,?)",
+				model.ProviderAlipay, account, date, string(model.ReconDone), retentionNow, retentionNow, retentionNow)
+			for i := range 3 {
+				execSQL(t, store, "INSERT INTO recon_seen (provider, account, kind, ref, bill_date, trade_no, amount, fee, create_time) VALUES (?,?,?,?,?,?,?,?,?)",
+					model.ProviderAlipay, account, string(model.BillPayment), fmt.Sprintf("%s-%d", account, i), date, fmt.Sprintf("T%s-%d", account, i), "1.00", "0.01", retentionNow)
+			}
+		}
+		var openRun int64
+		if err := store.SQL().QueryRowContext(t.Context(), "SELECT id FROM recon_run WHERE account = ?", open).Scan(&openRun); err != nil {
+			t.Fatal(err)
+		}
+		execSQL(t, store, "INSERT INTO recon_item (run_id, attempt_no, outcome, ref, create_time, update_time) VALUES (?,?,?,?,?,?)",
+			openRun, 1, "AMOUNT_DIFFERS", "open-item", retentionNow, retentionNow)
+
+		r := service.NewRetention(store)
+		service.SetRetentionClock(r, func() time.Time { return retentionNow })
+		if deleted := purgeAll(t, r); deleted[service.PurgeSeen] != 3 {
+			t.Errorf("deleted %d bill lines, want the clean run's 3", deleted[service.PurgeSeen])
+		}
+		for account, n := range map[string]int{clean: 0, open: 3} {
+			if got := countRows(t, store, "recon_seen", "account = ?", account); got != n {
+				t.Errorf("recon_seen of %s: %d lines, want %d", account, got, n)
+			}
+		}
+		if _, _, err := store.ClaimRun(t.Context(), model.BillAccount{Provider: model.ProviderAlipay, Account: clean}, date, "x", retentionNow, time.Minute, nil); !errors.Is(err, model.ErrRunPurged) {
+			t.Errorf("claim of the purged run: %v, want ErrRunPurged", err)
+		}
+		if _, _, err := store.ClaimRun(t.Context(), model.BillAccount{Provider: model.ProviderAlipay, Account: open}, date, "x", retentionNow, time.Minute, nil); err != nil {
+			t.Errorf("claim of the other seller's run of the date: %v", err)
+		}
+	})
+}
