@@ -54,6 +54,10 @@ func newHooks(log *slog.Logger, cfg config.Config, store *dao.Store, m *metrics.
 	// back from the others only that long (40 s by default).
 	d.Lease = 2*w.Timeout + 10*time.Second
 	d.OnAttempt = m.WebhookAttempt
+	// An endpoint this instance disables or deletes gets nothing more of
+	// what the deliverer queued for it (another instance's change reaches
+	// this deliverer at its next round).
+	h.webhooks.OnStop = d.Forget
 	// Deliveries this instance fanned out are due at once: the deliverer
 	// need not wait for its interval to see them.
 	h.fanout.OnFannedOut = func(_, deliveries int) {

@@ -106,6 +106,19 @@ func (d *Deliverer) Job() Job {
 	return Job{Name: "webhook-delivery", Interval: d.Interval, RunOnce: d.RunOnce, Wake: d.wake}
 }
 
+// Forget drops what an endpoint has queued and not started: it was
+// disabled or deleted (Webhooks.OnStop), so no request starts for it
+// after, rather than until this deliverer's next round. Its deliveries
+// are FAILED or gone with it; the requests in flight end as they will.
+func (d *Deliverer) Forget(endpointID int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l := d.lanes[endpointID]; l != nil {
+		l.queue = nil
+		l.gen++
+	}
+}
+
 // Wake starts a round now if none is running (the fan-out made
 // deliveries: they are due at once).
 func (d *Deliverer) Wake() {
@@ -164,6 +177,7 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 			// Disabled or deleted: what it queued is let go (its leases run
 			// out), what it has in flight ends as it will.
 			l.queue = nil
+			l.gen++
 			if l.inflight == 0 {
 				delete(d.lanes, id)
 			}
@@ -190,7 +204,7 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 			d.lanes[e.ID] = l
 		}
 		l.url, l.secrets = e.URL, secrets
-		want := l.want(d.Concurrency, d.MaxClaim, d.Lease)
+		want, gen := l.want(d.Concurrency, d.MaxClaim, d.Lease), l.gen
 		d.mu.Unlock()
 		if want > 0 {
 			ds, err := d.store.ClaimDeliveries(ctx, e.ID, now, d.Lease, uuid.NewString()[:32], want)
@@ -199,8 +213,10 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 			}
 			claimed += len(ds)
 			d.mu.Lock()
-			for _, dl := range ds {
-				l.queue = append(l.queue, queued{dl: dl, claimed: now})
+			if l.gen == gen { // else the endpoint was disabled or deleted meanwhile
+				for _, dl := range ds {
+					l.queue = append(l.queue, queued{dl: dl, claimed: now})
+				}
 			}
 			d.mu.Unlock()
 		}
@@ -266,6 +282,7 @@ func (d *Deliverer) run(ctx context.Context, l *lane, q queued) {
 			// The endpoint asked to be disabled: what it has queued is not
 			// sent (the next round disables it and fails them).
 			l.queue = nil
+			l.gen++
 		}
 		next, ok := q, false
 		if ctx.Err() == nil {
@@ -391,6 +408,7 @@ func (d *Deliverer) disable(ctx context.Context, id int64, reason string) error 
 			TargetID: fmt.Sprint(id), Before: before, After: "disabled: " + reason})
 	})
 	if err == nil && disabled {
+		d.Forget(id)
 		d.log.Error("webhook endpoint disabled", "endpoint_id", id, "reason", reason)
 		if d.OnDisabled != nil {
 			d.OnDisabled(id, reason)

@@ -17,6 +17,9 @@ type lane struct {
 	inflight int
 	// took is a moving average of its attempts' durations (0: none yet).
 	took time.Duration
+	// gen counts the times the queue was dropped (Deliverer.Forget): a
+	// claim made before a drop is not queued after it.
+	gen int
 }
 
 // queued is a claimed delivery waiting for a slot.

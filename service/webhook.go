@@ -32,7 +32,10 @@ type Webhooks struct {
 	// AllowPrivate is WEBHOOK_ALLOW_PRIVATE: http:// and loopback or
 	// private addresses allowed (dev, tests).
 	AllowPrivate bool
-	now          func() time.Time
+	// OnStop, if set, is told each endpoint disabled or deleted, once
+	// committed (serve: Deliverer.Forget, so nothing queued is sent).
+	OnStop func(endpointID int64)
+	now    func() time.Time
 	// act, if set, is the console operator these use cases act for (By).
 	act *model.Act
 }
@@ -139,7 +142,17 @@ func (w *Webhooks) Update(ctx context.Context, id int64, in EndpointInput) (mode
 		out = e
 		return tx.InsertAudit(ctx, w.audit(model.AuditWebhookUpdate, id, before, summary(e), strconv.FormatInt(id, 10), uuid.NewString()))
 	})
+	if err == nil && !out.Enabled {
+		w.stopped(id)
+	}
 	return out, err
+}
+
+// stopped tells OnStop an endpoint takes no more deliveries.
+func (w *Webhooks) stopped(id int64) {
+	if w.OnStop != nil {
+		w.OnStop(id)
+	}
 }
 
 // Rotate gives an endpoint a new signing secret and answers it; the
@@ -173,7 +186,7 @@ func (w *Webhooks) Delete(ctx context.Context, id int64) error {
 	if w.keys == nil {
 		return model.ErrWebhooksOff
 	}
-	return w.store.UpdateWebhooks(ctx, func(ctx context.Context, tx *dao.WebhookTx) error {
+	err := w.store.UpdateWebhooks(ctx, func(ctx context.Context, tx *dao.WebhookTx) error {
 		e, err := tx.EndpointForUpdate(ctx, id)
 		if err != nil {
 			return err
@@ -183,6 +196,10 @@ func (w *Webhooks) Delete(ctx context.Context, id int64) error {
 		}
 		return tx.InsertAudit(ctx, w.audit(model.AuditWebhookDelete, id, summary(e), "deleted", strconv.FormatInt(id, 10)))
 	})
+	if err == nil {
+		w.stopped(id)
+	}
+	return err
 }
 
 // Stats counts each endpoint's PENDING and FAILED deliveries.

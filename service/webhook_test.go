@@ -791,3 +791,52 @@ func TestWebhookGoneStopsTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// Disabling an endpoint stops what the deliverer queued for it: once the
+// change is committed no request starts (the one in flight ends).
+func TestWebhookDisableStopsTheQueue(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		hold := make(chan struct{})
+		release := sync.OnceFunc(func() { close(hold) })
+		t.Cleanup(release)
+		var mu sync.Mutex
+		served := 0
+		rc := newReceiver(t, func(w http.ResponseWriter, req *http.Request, _ int) {
+			mu.Lock()
+			served++
+			n := served
+			mu.Unlock()
+			if n == 4 { // the three before it timed the endpoint: a claim runs ahead
+				select {
+				case <-hold:
+				case <-req.Context().Done():
+				}
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})
+		ep := r.create(rc)
+		for i := range 60 {
+			r.event(model.EventOrderPaid, int64(400+i), paidData(int64(400+i)))
+		}
+		d := r.deliverer(5*time.Second, func(d *service.Deliverer) { d.Concurrency = 1 })
+		r.hooks.OnStop = d.Forget
+		waitFor(t, "the fourth request held", func() bool { return rc.total() == 4 })
+		off := false
+		if _, err := r.hooks.Update(context.Background(), ep.ID, service.EndpointInput{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		waitFor(t, "the held request's attempt logged", func() bool {
+			ds, err := r.hooks.Deliveries(context.Background(), ep.ID, "", time.Time{}, 100)
+			n := 0
+			for _, d := range ds {
+				n += len(d.Log)
+			}
+			return err == nil && n >= 4
+		})
+		if n := rc.total(); n != 4 {
+			t.Errorf("%d requests, want 4: nothing queued is sent after the disable", n)
+		}
+	})
+}
