@@ -114,11 +114,13 @@ func New(d Deps) http.Handler {
 		r.POST("/alipay/notify", a.Notify)
 	}
 	if d.WeChatPay != nil {
-		w := &WeChatPay{verifier: d.WeChatPay, metrics: m, payments: d.Payments, refunds: d.Refunds, timeout: min(d.NotifyTimeout, weChatDeadline)}
+		w := &notifyRoute{provider: model.ProviderWechatpay, notices: d.WeChatPay, answer: answerWeChatPay,
+			payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 	for p, nf := range d.Notifiers {
-		n := &notifyRoute{provider: p, notices: nf, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+		n := &notifyRoute{provider: p, notices: nf, answer: notifierAnswer(nf),
+			payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
 		r.POST("/notify/"+string(p), n.Notify)
 	}
 

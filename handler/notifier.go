@@ -27,35 +27,52 @@ type Notifier interface {
 	Answer(w http.ResponseWriter, status int, refused error)
 }
 
-// notifyRoute serves one provider's POST /notify/{provider}: what the
-// WeChat Pay route does, with the provider's own answer.
+// notices reads a provider's notification into the ledger's terms
+// (WeChatPayVerifier, Notifier).
+type notices interface {
+	Notice(ctx context.Context, h http.Header, body []byte) (model.Notice, error)
+}
+
+// notifyRoute serves the notifications of one provider whose notice is
+// read whole by its adapter (WeChat Pay's, and every Notifier's): the one
+// flow from a notice to the ledger, answered in the provider's protocol.
 type notifyRoute struct {
 	provider model.Provider
-	notices  Notifier
+	notices  notices
+	// answer writes the provider's answer: refused nil when the notice
+	// was taken, else its error's words, with the error table's status.
+	answer   func(c *gin.Context, status int, refused error)
 	payments *service.Payments
 	refunds  *service.Refunds // nil: refunds are not handled here
 	metrics  *metrics.Metrics
 	timeout  time.Duration
 }
 
-// Notify handles the notification and has the adapter answer it: 200
-// when taken, the error table's status when refused.
+// Notify handles one notification and answers it.
 func (n *notifyRoute) Notify(c *gin.Context) {
 	start := time.Now()
 	outcome, err := n.notify(c)
 	answer, status := metrics.AnswerSuccess, http.StatusOK
 	var refused error
 	if err != nil {
+		// Refused: the provider sends it again, but not a signature
+		// probe, which is no notification and is refused as it must be.
+		answer = metrics.AnswerFailure
+		if errors.Is(err, model.ErrSignatureProbe) {
+			answer = ""
+		}
 		if errors.Is(err, model.ErrUnknownApp) {
 			n.metrics.NotifyRefused(n.provider, metrics.RefusedUnknownApp)
 		}
 		row := notifyRefused(c, n.provider, err)
-		answer, outcome, status, refused = metrics.AnswerFailure, row.outcome, row.status, errors.New(row.words())
+		// A sentinel's words only: never internal text.
+		outcome, status, refused = row.outcome, row.status, errors.New(row.words())
+	} else {
+		logAlso(c, slog.String("outcome", outcome))
 	}
-	n.metrics.Notified(n.provider, outcome, answer, time.Since(start))
-	logAlso(c, slog.String("outcome", outcome))
 	c.Abort()
-	n.notices.Answer(c.Writer, status, refused)
+	n.answer(c, status, refused)
+	n.metrics.Notified(n.provider, outcome, answer, time.Since(start))
 }
 
 func (n *notifyRoute) notify(c *gin.Context) (string, error) {
@@ -82,6 +99,7 @@ func (n *notifyRoute) notify(c *gin.Context) (string, error) {
 				return "", err
 			}
 		}
+		logAlso(c, slog.String("out_refund_no", notice.RefundNo))
 		return "refund_notice", nil
 	}
 	if notice.Payment.TradeNo == "" {
@@ -98,4 +116,9 @@ func (n *notifyRoute) notify(c *gin.Context) (string, error) {
 	logAlso(c, slog.String("out_trade_no", p.OutTradeNo), slog.String("trade_no", p.TradeNo),
 		slog.String("amount", p.Amount.StringFixed(2)), slog.String("state", string(pay.State)), slog.String("reason", string(pay.Reason)))
 	return string(outcome), nil
+}
+
+// notifierAnswer is nf's answer as a route writes it.
+func notifierAnswer(nf Notifier) func(c *gin.Context, status int, refused error) {
+	return func(c *gin.Context, status int, refused error) { nf.Answer(c.Writer, status, refused) }
 }
