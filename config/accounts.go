@@ -52,9 +52,12 @@ type WeChatPayAccount struct {
 	MchID string `yaml:"mchid"`
 	// APIv3KeyFiles: any of them decrypts a notification; the first is
 	// the current one.
-	APIv3KeyFiles     []string       `yaml:"apiv3_key_files"`
-	MerchantKeyFile   string         `yaml:"merchant_key_file"`
-	MerchantSerial    string         `yaml:"merchant_serial"`
+	APIv3KeyFiles   []string `yaml:"apiv3_key_files"`
+	MerchantKeyFile string   `yaml:"merchant_key_file"`
+	MerchantSerial  string   `yaml:"merchant_serial"`
+	// MerchantCertFile (apiclient_cert.pem) is optional: where given,
+	// wechatpay checks its serial against MerchantSerial and its key
+	// against MerchantKeyFile's.
 	MerchantCertFile  string         `yaml:"merchant_cert_file"`
 	PublicKeyFile     string         `yaml:"public_key_file"`
 	PublicKeyID       string         `yaml:"public_key_id"`
@@ -115,7 +118,7 @@ func ReadAccounts(path string) (Accounts, error) {
 		return a, &Error{Problems: []string{fmt.Sprintf("%s: %v", path, err)}}
 	}
 	a.File = path
-	if problems := append(a.check(), a.Unsupported()...); len(problems) > 0 {
+	if problems := a.check(); len(problems) > 0 {
 		return a, &Error{Problems: problems}
 	}
 	return a, nil
@@ -295,21 +298,4 @@ func (a Accounts) WeChatPayEnvAt(i int) (w WeChatPay, ok bool) {
 		w.APIv3KeyFile = acc.APIv3KeyFiles[0]
 	}
 	return w, true
-}
-
-// Unsupported names what the file may say but this version does not take
-// yet (issue 24's later steps): a WeChat Pay merchant certificate. It is
-// a startup error rather than a configuration silently half-used. Any
-// number of Alipay sellers and apps, several Alipay public certificates,
-// any number of WeChat Pay merchants and appids, and every app's methods,
-// are taken.
-func (a Accounts) Unsupported() []string {
-	var problems []string
-	for i, acc := range a.WeChatPay {
-		where := a.Where("wechatpay", i, "mchid", acc.MchID)
-		if acc.MerchantCertFile != "" {
-			problems = append(problems, where+": merchant_cert_file: not checked by this version yet; leave it out")
-		}
-	}
-	return problems
 }

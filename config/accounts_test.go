@@ -32,6 +32,7 @@ wechatpay:
     apiv3_key_files: [/run/secrets/new, /run/secrets/old]
     merchant_key_file: /run/secrets/k.pem
     merchant_serial: "ABC"
+    merchant_cert_file: /run/secrets/apiclient_cert.pem
     public_key_file: /run/secrets/p.pem
     public_key_id: PUB_KEY_ID_1
     apps:
@@ -51,6 +52,9 @@ func TestProvidersFile(t *testing.T) {
 	}
 	if w, ok := c.Accounts.WeChatPayEnv(); !ok || w.AppID != "wx1111111111111111" || w.APIv3KeyFile != "/run/secrets/new" {
 		t.Errorf("WeChatPayEnv = %+v, %v", w, ok)
+	}
+	if got := c.Accounts.WeChatPay[0].MerchantCertFile; got != "/run/secrets/apiclient_cert.pem" {
+		t.Errorf("merchant_cert_file = %q", got)
 	}
 	if c.Providers() != nil {
 		t.Error("a file with accounts is a provider configured")
@@ -124,26 +128,6 @@ wechatpay:
     platform_cert_files: [c]
     apps: [{appid: wx1, methods: [page]}]
 `, nil, []string{`methods: "page" is not one of native, h5, jsapi, app`}},
-		{"StillUnsupported", `
-alipay:
-  - seller_id: "2088000000000001"
-    apps:
-      - {app_id: "2021", private_key_file: a, app_cert_file: c, alipay_public_cert_files: [n, o], alipay_root_cert_file: r}
-wechatpay:
-  - mchid: "1900000001"
-    apiv3_key_files: [k]
-    merchant_key_file: k
-    merchant_serial: s
-    merchant_cert_file: m
-    platform_cert_files: [c]
-    apps: [{appid: wx1}]
-  - mchid: "1900000002"
-    apiv3_key_files: [k]
-    merchant_key_file: k
-    merchant_serial: s
-    platform_cert_files: [c]
-    apps: [{appid: wx1}]
-`, nil, []string{`wechatpay[0] (mchid "1900000001"): merchant_cert_file: not checked by this version yet`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.yaml)

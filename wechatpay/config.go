@@ -95,7 +95,9 @@ func fromFile(a config.Accounts, devKeys []string) (Config, bool, error) {
 
 // fromFileAt is FromConfig for PROVIDERS_FILE's merchant i: its first
 // appid and APIv3 key as the variables would give them, its other appids
-// and keys beside; every problem names the file and the merchant.
+// and keys beside, and its merchant_cert_file (where given) checked
+// against its merchant_serial and merchant_key_file; every problem names
+// the file and the merchant.
 func fromFileAt(a config.Accounts, i int, devKeys []string) (Config, bool, error) {
 	w, ok := a.WeChatPayEnvAt(i)
 	if !ok {
@@ -110,6 +112,13 @@ func fromFileAt(a config.Accounts, i int, devKeys []string) (Config, bool, error
 	}
 	for _, app := range acc.Apps[1:] {
 		cfg.AppIDs = append(cfg.AppIDs, app.AppID)
+	}
+	if acc.MerchantCertFile != "" {
+		if b, err := os.ReadFile(acc.MerchantCertFile); err != nil {
+			errs = append(errs, fmt.Errorf("merchant_cert_file: %w", err))
+		} else {
+			errs = append(errs, checkMerchantCert(acc.MerchantCertFile, string(b), cfg.MerchantPrivateKey, acc.MerchantSerial)...)
+		}
 	}
 	for i, f := range acc.APIv3KeyFiles[1:] {
 		b, err := os.ReadFile(f)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 
 	"paynotify/internal/rsakey"
 )
@@ -70,11 +71,36 @@ func ParseCertificates(s string) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// Serial is a platform certificate's serial as WeChat Pay writes it in
-// Wechatpay-Serial (and as the SDK keys its certificates): the serial's
-// bytes in upper-case hexadecimal.
+// Serial is a certificate's serial as WeChat Pay writes it — a platform
+// certificate's in Wechatpay-Serial (and as the SDK keys its
+// certificates), the merchant's in the merchant platform and as `openssl
+// x509 -serial` prints it: the serial's bytes in upper-case hexadecimal,
+// two digits a byte, so a leading zero of the first byte is written.
 func Serial(cert *x509.Certificate) string {
 	return fmt.Sprintf("%X", cert.SerialNumber.Bytes())
+}
+
+// checkMerchantCert checks the merchant's certificate (apiclient_cert.pem,
+// PEM contents certPEM, read from path) against what signs our calls: its
+// serial must be serial (case aside) and its key the public half of
+// keyPEM. A key that does not parse is left to New, which names it. Each
+// problem names the field; the caller adds the file and the account.
+func checkMerchantCert(path, certPEM, keyPEM, serial string) []error {
+	certs, err := ParseCertificates(certPEM)
+	if err != nil {
+		return []error{fmt.Errorf("merchant_cert_file %s: %w", path, err)}
+	}
+	cert := certs[0]
+	var errs []error
+	// WeChat Pay looks the serial a call names up as written: the
+	// certificate's own serial is the one to name.
+	if got := Serial(cert); !strings.EqualFold(got, serial) {
+		errs = append(errs, fmt.Errorf("merchant_serial %q is not the serial of merchant_cert_file %s, which is %s", serial, path, got))
+	}
+	if key, err := ParsePrivateKey(keyPEM); err == nil && !key.PublicKey.Equal(cert.PublicKey) {
+		errs = append(errs, fmt.Errorf("merchant_cert_file %s is the certificate of another key than merchant_key_file's", path))
+	}
+	return errs
 }
 
 // publicKeyOf returns the RSA public key in any of the PEM forms above
