@@ -27,6 +27,7 @@ func dryMySQL(t *testing.T) (*Store, *[]string) {
 		db.Callback().Query().After("gorm:query").Register("test:capture", capture),
 		db.Callback().Update().After("gorm:update").Register("test:capture", capture),
 		db.Callback().Create().After("gorm:create").Register("test:capture", capture),
+		db.Callback().Raw().After("gorm:raw").Register("test:capture", capture), // insertOrKeep's Exec
 	} {
 		if err != nil {
 			t.Fatal(err)

@@ -41,15 +41,12 @@ func (s *Store) order(ctx context.Context, db *gorm.DB, sn string) (model.Order,
 // markOrderPaid moves an order from awaiting payment to paid with payType
 // (compare-and-set 0→1). The caller holds the order lock, so finding it in
 // another state is model.ErrStateChanged.
+//
+// The statement is the one GORM's Updates of a map renders, written here
+// (see insertOrKeep: GORM formats the map into an error it ignores).
 func (s *Store) markOrderPaid(ctx context.Context, id int64, payType model.PayType, paidAt time.Time) error {
-	res := s.db.WithContext(ctx).Table(orderTable).
-		Where("id = ? AND status = ?", id, model.OrderAwaitingPayment).
-		Updates(map[string]any{
-			"status":       model.OrderPaid,
-			"pay_type":     payType,
-			"payment_time": paidAt.UTC(),
-			"modify_time":  time.Now().UTC(),
-		})
+	res := s.db.WithContext(ctx).Exec("UPDATE `"+orderTable+"` SET `modify_time`=?,`pay_type`=?,`payment_time`=?,`status`=? WHERE id = ? AND status = ?",
+		time.Now().UTC(), payType, paidAt.UTC(), model.OrderPaid, id, model.OrderAwaitingPayment)
 	if res.Error != nil {
 		return mapErr(res.Error)
 	}
