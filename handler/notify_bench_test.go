@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,13 @@ type benchNotice struct {
 
 // post sends n to h; want is the status of a success.
 func (n benchNotice) post(b *testing.B, h http.Handler, want int) {
+	if err := n.send(h, want); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// send is post for any goroutine: it says what went wrong.
+func (n benchNotice) send(h http.Handler, want int) error {
 	req := httptest.NewRequest(http.MethodPost, n.path, bytes.NewReader(n.body))
 	for k, v := range n.header {
 		req.Header[k] = v
@@ -34,8 +42,9 @@ func (n benchNotice) post(b *testing.B, h http.Handler, want int) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if w.Code != want {
-		b.Fatalf("%s: %d %s", n.path, w.Code, w.Body)
+		return fmt.Errorf("%s: %d %s", n.path, w.Code, w.Body)
 	}
+	return nil
 }
 
 // benchProviders builds a notice of each provider paying sn by trade i.
@@ -76,8 +85,10 @@ var benchProviders = []struct {
 // BenchmarkNotify is one notification through the whole HTTP surface
 // (routing, middleware, access log, verification, the ledger), as serve
 // wires it, for each provider: a duplicate of a payment this instance
-// recorded (answered from memory by the duplicate cache), and a first
-// notice (one order each, on SQLite, or MariaDB with TEST_MYSQL_DSN).
+// recorded (answered from memory by the duplicate cache), a first notice
+// alone (one order each, applied by observeOne), and first notices 32 at
+// once (in group transactions); on SQLite, and MariaDB with
+// TEST_MYSQL_DSN.
 func BenchmarkNotify(b *testing.B) {
 	for _, driver := range daotest.Drivers {
 		if driver == dao.DriverMySQL && os.Getenv("TEST_MYSQL_DSN") == "" {
@@ -108,6 +119,29 @@ func BenchmarkNotify(b *testing.B) {
 					b.StartTimer()
 					n.post(b, s.h, p.status)
 				}
+			})
+			b.Run(driver+"/"+p.name+"/FirstAt32", func(b *testing.B) {
+				// Thirty-two at once, as bench's c=32: first notices join
+				// group transactions (dao/groupsql.go).
+				notices := make([]benchNotice, b.N)
+				for i := range notices {
+					next++
+					sn := fmt.Sprintf("BG-%s-%s-%d", driver, p.name, next)
+					mustOrder(b, store, sn, "10.00")
+					notices[i] = p.notice(b, s, sn, next)
+				}
+				var at atomic.Int64
+				b.SetParallelism(16)
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := notices[at.Add(1)-1].send(s.h, p.status); err != nil {
+							b.Error(err) // not Fatal: this is not the benchmark's goroutine
+							return
+						}
+					}
+				})
 			})
 		}
 	}
