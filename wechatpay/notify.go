@@ -116,12 +116,12 @@ type RefundHint struct {
 	Refund int64
 }
 
-// envelope is a notification's body.
+// envelope is what is read of a notification's body: a field not named
+// here (resource_type, summary, create_time) is skipped, not copied.
 type envelope struct {
-	ID           string `json:"id"`
-	EventType    string `json:"event_type"`
-	ResourceType string `json:"resource_type"`
-	Resource     struct {
+	ID        string `json:"id"`
+	EventType string `json:"event_type"`
+	Resource  struct {
 		Algorithm string `json:"algorithm"`
 		// Ciphertext is base64 in the body: encoding/json decodes it
 		// (base64.StdEncoding) straight into the bytes to open, where a
