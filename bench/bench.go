@@ -41,13 +41,16 @@ type bench struct {
 	profBin  string // bin plus the profiling hook, if -profile
 	keys     keys
 	wxKeys   weChatKeys // with -wechatpay
-	dbNames  []string
-	svcDB    string
-	baseDB   string
-	keepLogs bool
-	cluster  *galeratest.Cluster // -galera: three nodes
-	single   *galeratest.Cluster // -galera: one plain server beside them
-	purger   *purger             // -purge
+	// apps and providersFile configure the -apps processes.
+	apps          []benchApp
+	providersFile string
+	dbNames       []string
+	svcDB         string
+	baseDB        string
+	keepLogs      bool
+	cluster       *galeratest.Cluster // -galera: three nodes
+	single        *galeratest.Cluster // -galera: one plain server beside them
+	purger        *purger             // -purge
 }
 
 // setup checks the server, creates the databases, builds the binary,
@@ -112,6 +115,15 @@ func setup(ctx context.Context, opt options, log io.Writer) (*bench, error) {
 	}
 	if opt.wechatpay {
 		if b.wxKeys, err = newWeChatKeys(b.tmp); err != nil {
+			return nil, err
+		}
+	}
+	if opt.apps > 0 {
+		b.progress("generating the keys of %d apps", opt.apps)
+		if b.apps, err = newApps(ctx, opt.apps); err != nil {
+			return nil, err
+		}
+		if b.providersFile, err = writeProvidersFile(filepath.Join(b.tmp, "apps"), b.apps); err != nil {
 			return nil, err
 		}
 	}
@@ -245,7 +257,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}()
 	sets := 1
-	if len(b.opt.compare) > 0 || b.opt.comparePGO {
+	if len(b.opt.compare) > 0 || b.opt.comparePGO || b.opt.apps > 0 {
 		sets = 2
 	}
 	for k := range sets * b.opt.instances {
@@ -261,6 +273,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		bin := b.bin
 		if k >= b.opt.instances {
 			env = append(env, b.opt.compare...)
+			if b.opt.apps > 0 {
+				env = b.appsEnv(addr)
+			}
 			if b.opt.comparePGO {
 				bin = b.binNoPGO
 			}
@@ -387,7 +402,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 					if err := seedOrders(ctx, db, orders); err != nil {
 						return nil, err
 					}
-					if bodies, err = b.sign(ctx, orders); err != nil {
+					apps := b.mainApps()
+					if kind == b.compared(kindFirst) && b.opt.apps > 0 {
+						apps = b.apps
+					}
+					if bodies, err = b.sign(ctx, apps, orders); err != nil {
 						return nil, err
 					}
 					if set != nil {
@@ -478,6 +497,9 @@ func (o options) compared(kind string) string { return kind + " [" + o.compareLa
 // compareLabel says how the -compare processes differ.
 func (o options) compareLabel() string {
 	parts := []string{}
+	if o.apps > 0 {
+		parts = append(parts, fmt.Sprintf("%d apps", o.apps))
+	}
 	if o.comparePGO {
 		parts = append(parts, "-pgo=off")
 	}
@@ -545,14 +567,14 @@ func (b *bench) runCell(ctx context.Context, meter *cpuMeter, rep *report, c int
 	return cel, nil
 }
 
-// sign signs a first notice for every order.
-func (b *bench) sign(ctx context.Context, orders []order) ([][]byte, error) {
+// sign signs a first notice for every order, spread over apps.
+func (b *bench) sign(ctx context.Context, apps []benchApp, orders []order) ([][]byte, error) {
 	t0 := time.Now()
-	bodies, err := signBodies(ctx, b.keys.alipayPrivate, orders)
+	bodies, err := signBodies(ctx, apps, orders)
 	if err != nil {
 		return nil, err
 	}
-	b.progress("signed %d notifications with alipay.SignForm in %v", len(bodies), time.Since(t0).Round(time.Millisecond))
+	b.progress("signed %d notifications (%d apps) with alipay.SignForm in %v", len(bodies), len(apps), time.Since(t0).Round(time.Millisecond))
 	return bodies, nil
 }
 

@@ -9,6 +9,7 @@
 //
 //	go -C bench run . [-dsn 'root@tcp(127.0.0.1:3306)/'] [-n 5000] [-c 8,32,64] [-profile out] [-purge 1000000] [-galera]
 //	go -C bench run . -webhooks [-webhooks-rate 1000] [-webhooks-seconds 10]
+//	go -C bench run . -apps 6 [-c 32]
 //
 // It is a module of its own (bench/go.mod, which replaces paynotify with
 // ../), so its dependencies, such as github.com/google/pprof, stay out of
@@ -69,6 +70,10 @@ type options struct {
 	// comparePGO builds the -compare processes' binary with -pgo=off
 	// (the main set's uses default.pgo, as go build does by default).
 	comparePGO bool
+	// apps, if set, is a second set of serve processes configured by a
+	// PROVIDERS_FILE of this many Alipay apps under one seller, their
+	// notices spread over the apps, measured in the same run.
+	apps int
 	// galera also runs the service workloads on a private 3-node Galera
 	// cluster, one serve process on each of two nodes, in the same run.
 	galera bool
@@ -115,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
 	fs.BoolVar(&o.comparePGO, "compare-pgo-off", false, "also run -instances serve processes built with -pgo=off (without default.pgo) on the same database, and measure their first notices and duplicates in the same run: what profile-guided optimisation gains")
+	fs.IntVar(&o.apps, "apps", 0, "if set, also run -instances serve processes configured by a PROVIDERS_FILE of this many Alipay apps under one seller (each its own key pair), and measure their first notices and duplicates, spread over the apps, in the same run: throughput with N apps against one app's (-apps 1: the file against the environment form)")
 	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
 	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
@@ -138,6 +144,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.instances < 1 || o.instances > 8 {
 		return o, errors.New("-instances: 1 to 8")
+	}
+	if o.apps < 0 || o.apps > 100 {
+		return o, errors.New("-apps: 0 to 100")
+	}
+	if o.apps > 0 && (len(o.compare) > 0 || o.comparePGO || o.wechatpay) {
+		// One second set of processes, and its PROVIDERS_FILE lists only
+		// the Alipay apps: WECHATPAY_* beside it is refused by the service.
+		return o, errors.New("-apps goes with neither -compare, -compare-pgo-off nor -wechatpay")
 	}
 	if o.purge < 0 || o.purge > 100_000_000 {
 		return o, errors.New("-purge: 0 to 100,000,000 rows")

@@ -74,10 +74,10 @@ func newKeys() (keys, error) {
 	return k, err
 }
 
-// notifyForm is the TRADE_SUCCESS notification Alipay sends when o is paid,
-// unsigned, with the fields of the real samples in
+// notifyForm is the TRADE_SUCCESS notification Alipay sends to app appID
+// when o is paid, unsigned, with the fields of the real samples in
 // testdata/alipay-real-samples.
-func notifyForm(o order, seq int, paid time.Time) url.Values {
+func notifyForm(appID string, o order, seq int, paid time.Time) url.Values {
 	at := func(d time.Duration) string { return alipay.FormatTime(paid.Add(d)) }
 	fund := fmt.Sprintf(`[{"amount":"%s","fundChannel":"ALIPAYACCOUNT"}]`, o.amount)
 	return url.Values{
@@ -94,8 +94,8 @@ func notifyForm(o order, seq int, paid time.Time) url.Values {
 		"trade_status":     {string(alipay.TradeSuccess)},
 		"receipt_amount":   {o.amount},
 		"buyer_pay_amount": {o.amount},
-		"app_id":           {benchAppID},
-		"auth_app_id":      {benchAppID},
+		"app_id":           {appID},
+		"auth_app_id":      {appID},
 		"seller_id":        {benchSellerID},
 		"gmt_payment":      {at(-3 * time.Second)},
 		"notify_time":      {at(0)},
@@ -108,13 +108,15 @@ func notifyForm(o order, seq int, paid time.Time) url.Values {
 	}
 }
 
-// signBodies signs a notification for every order with alipay.SignForm
-// (the private half of the key the service trusts) and URL-encodes it, on
-// every core: signing is Alipay's cost, paid before anything is measured.
-func signBodies(ctx context.Context, privateKey string, orders []order) ([][]byte, error) {
+// signBodies signs a first notice for every order with alipay.SignForm,
+// order i in app i mod len(apps) with that app's Alipay key (the private
+// half of the one the service trusts for it), and URL-encodes it, on every
+// core: signing is Alipay's cost, paid before anything is measured.
+func signBodies(ctx context.Context, apps []benchApp, orders []order) ([][]byte, error) {
 	paid := time.Now().Add(-time.Minute)
 	return onEveryCore(ctx, "sign", len(orders), func(i int) ([]byte, error) {
-		signed, err := alipay.SignForm(privateKey, notifyForm(orders[i], i, paid))
+		app := apps[i%len(apps)]
+		signed, err := alipay.SignForm(app.alipayPrivate, notifyForm(app.id, orders[i], i, paid))
 		if err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 	if err := seedOrders(ctx, svcDB, orders); err != nil {
 		return nil, err
 	}
-	bodies, err := b.sign(ctx, orders)
+	bodies, err := b.sign(ctx, b.mainApps(), orders)
 	if err != nil {
 		return nil, err
 	}

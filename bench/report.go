@@ -147,6 +147,9 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "- Go: %s (tool), %s (paynotify binary)\n", e.goVersion, e.binGo)
 	fmt.Fprintf(w, "- MariaDB %s, innodb_flush_log_at_trx_commit=%s; kernel %s\n", e.mariadb, e.flushLog, e.kernel)
 	fmt.Fprintf(w, "- pool: %d connections for the service (DB_MAX_OPEN_CONNS) and for each baseline\n", r.opt.pool)
+	if r.opt.apps > 0 {
+		fmt.Fprintf(w, "- [%d apps]: a second set of `serve` processes on the same database, configured by a PROVIDERS_FILE of %d Alipay apps under one seller, each its own keys; their notices go to the apps in turn (the one-app set runs on the ALIPAY_* variables)\n", r.opt.apps, r.opt.apps)
+	}
 	if r.opt.instances > 1 {
 		fmt.Fprintf(w, "- service: %d `serve` processes on one database, requests round-robin; service CPU is theirs together, peak RSS the largest one's\n", r.opt.instances)
 	}
@@ -209,6 +212,15 @@ func (r *report) write(w io.Writer) {
 			p50 := ms(first.res.quantile(.5)) / ms(dup.res.quantile(.5))
 			fmt.Fprintf(w, "- c=%d: duplicates at least %.0f× faster than first notices: throughput %.2f×, p50 %.2f×: **%s**\n",
 				lvl, targetDupSpeedup, tp, p50, verdict(tp >= targetDupSpeedup && p50 >= targetDupSpeedup))
+		}
+		for _, kind := range []string{kindFirst, kindDuplicate} {
+			one, ok1 := r.find(lvl, kind)
+			many, ok2 := r.find(lvl, r.opt.compared(kind))
+			if r.opt.apps > 0 && ok1 && ok2 {
+				q := many.res.throughput() / one.res.throughput()
+				fmt.Fprintf(w, "- c=%d: %s with %s within %.0f %% of one app's: %.0f vs %.0f req/s (%.2f×): **%s**\n",
+					lvl, kind, r.opt.compareLabel(), (1-targetApps)*100, many.res.throughput(), one.res.throughput(), q, verdict(q >= targetApps))
+			}
 		}
 	}
 	for _, kind := range []string{kindFirst, kindDuplicate} {
@@ -291,11 +303,18 @@ func (r *report) writeHeadline(w io.Writer) {
 			fmt.Fprintf(w, "| WeChat Pay duplicates | %s | Alipay's %s | %s | %s |\n", rps(wd), rps(d), q, v)
 		}
 	}
-	if r.opt.comparePGO || len(r.opt.compare) > 0 {
+	if r.opt.comparePGO || len(r.opt.compare) > 0 || r.opt.apps > 0 {
 		for _, k := range []struct{ name, kind string }{{"first notices", kindFirst}, {"duplicates", kindDuplicate}} {
 			this, ok1 := r.find(c, k.kind)
 			other, ok2 := r.find(c, r.opt.compared(k.kind))
-			if ok1 && ok2 {
+			switch {
+			case !ok1 || !ok2:
+			case r.opt.apps > 0:
+				// The figure is the N apps' throughput against one app's.
+				q := other.res.throughput() / this.res.throughput()
+				fmt.Fprintf(w, "| %s with %s | %s | one app: %s | %.2f× | ≥ %.2f× %s |\n", k.name, r.opt.compareLabel(), rps(other), rps(this),
+					q, targetApps, verdict(q >= targetApps))
+			default:
 				fmt.Fprintf(w, "| %s | %s | with %s: %s | %.2f× | — |\n", k.name, rps(this), r.opt.compareLabel(), rps(other),
 					this.res.throughput()/other.res.throughput())
 			}

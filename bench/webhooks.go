@@ -140,7 +140,7 @@ func (b *bench) measureWebhooks(ctx context.Context) (*webhookReport, error) {
 		if err := seedOrders(ctx, svcDB, orders); err != nil {
 			return err
 		}
-		bodies, err := b.sign(ctx, orders)
+		bodies, err := b.sign(ctx, b.mainApps(), orders)
 		if err != nil {
 			return err
 		}
