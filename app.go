@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"paynotify/alipay"
 	"paynotify/config"
 	"paynotify/console"
 	"paynotify/dao"
@@ -20,111 +19,35 @@ import (
 	"paynotify/metrics"
 	"paynotify/model"
 	"paynotify/service"
-	"paynotify/wechatpay"
 )
 
 // app is what listenAndServe runs.
 type app struct {
 	cfg   config.Config
 	store *dao.Store
-	// alipay are the Alipay apps, every seller's, the default first; none
-	// when Alipay is off.
-	alipay []alipayApp
+	// providers are the payment providers configured (newRegistry): the
+	// use cases, their jobs and the notify routes read them.
+	providers registry
 	// consume runs the accounting consumer in-process too (dev).
 	consume bool
 	// mounts are extra handlers by path prefix (dev's fake Alipay).
 	mounts map[string]http.Handler
 	// ln, if set, is the listener to serve on (else HTTP_ADDR).
 	ln net.Listener
-	// verifier, if set, checks notifications instead of alipay (dev's
-	// also tells its fake Alipay about each trade).
+	// verifier, if set, checks Alipay's notifications instead of the
+	// apps' (dev's also tells its fake Alipay about each trade).
 	verifier handler.Verifier
 	// dev is paynotify dev: what it says at start fits the development keys.
 	dev bool
 	// manualRefunds leaves payments owed back to an operator (dev
 	// -manual-refunds): the refund worker does not take them.
 	manualRefunds bool
-	// wechatpay are the WeChat Pay merchants' providers, the default
-	// first (none: WeChat Pay is off): payments through them, their jobs
-	// and POST /wechatpay/notify.
-	wechatpay []*wechatpay.Provider
 	// weChatNotice, if set, checks WeChat Pay's notifications instead of
-	// wechatpay (dev's also tells its fake WeChat Pay about each trade).
+	// the merchants' (dev's also tells its fake WeChat Pay about each trade).
 	weChatNotice handler.WeChatPayVerifier
 	// logDropped, if set, counts the log lines dropped because the log's
 	// output could not keep up (serve's asynclog.Writer).
 	logDropped func() uint64
-}
-
-// alipayApp is one Alipay app: its client (its own key pair) and what
-// PROVIDERS_FILE says of it beside its keys.
-type alipayApp struct {
-	client  *alipay.Client
-	name    string
-	methods []model.PayMethod
-}
-
-// alipayApps are the clients of cfgs, one per app.
-func alipayApps(cfgs []alipay.AppConfig) ([]alipayApp, error) {
-	var out []alipayApp
-	for _, ac := range cfgs {
-		c, err := alipay.New(ac.Config)
-		if err != nil {
-			return nil, fmt.Errorf("alipay app %s: %w", ac.AppID, err)
-		}
-		out = append(out, alipayApp{client: c, name: ac.Name, methods: ac.Methods})
-	}
-	return out, nil
-}
-
-// alipaySet is Alipay's apps as the service's providers: each app's
-// adapter speaks with its own keys, and its trades are asked of it alone.
-func alipaySet(apps []alipayApp, notifyURL, returnURL string) *service.AppSet {
-	var set []service.App
-	for _, a := range apps {
-		set = append(set, service.App{Provider: model.ProviderAlipay, Account: a.client.SellerID(), ID: a.client.AppID(),
-			Name: a.name, Methods: a.methods, Adapter: alipay.NewProvider(a.client, notifyURL, returnURL)})
-	}
-	return service.NewAppSet(set...)
-}
-
-// alipayVerifier routes Alipay's notifications to the app they name.
-func alipayVerifier(apps []alipayApp) (*alipay.Apps, error) {
-	var clients []*alipay.Client
-	for _, a := range apps {
-		clients = append(clients, a.client)
-	}
-	return alipay.NewApps(clients...)
-}
-
-// weChatPaySet is the WeChat Pay merchant's appids as the service's
-// providers: one adapter per appid (payments start in it; everything else
-// the merchant's apps share), named and limited as PROVIDERS_FILE says.
-//
-// merchants are PROVIDERS_FILE's, in its order (each its own keys, its
-// own mchid the apps' account), or the one WECHATPAY_* configures.
-func weChatPaySet(cfg config.Config, merchants ...*wechatpay.Provider) *service.AppSet {
-	if cfg.Accounts == nil || len(cfg.Accounts.WeChatPay) == 0 {
-		// WECHATPAY_APPID: one app. (dev's client knows a second appid.)
-		p := merchants[0]
-		set := []service.App{{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: p.AppID(), Adapter: p}}
-		for _, id := range p.AppIDs()[1:] {
-			set = append(set, service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: id, Adapter: p.ForApp(id)})
-		}
-		return service.NewAppSet(set...)
-	}
-	var set []service.App
-	for i, acc := range cfg.Accounts.WeChatPay {
-		p := merchants[i]
-		for _, app := range acc.Apps {
-			a := service.App{Provider: model.ProviderWechatpay, Account: p.MchID(), ID: app.AppID, Name: app.Name, Adapter: p.ForApp(app.AppID)}
-			for _, m := range app.Methods {
-				a.Methods = append(a.Methods, model.PayMethod(m))
-			}
-			set = append(set, a)
-		}
-	}
-	return service.NewAppSet(set...)
 }
 
 // listenAndServe wires the HTTP surface and the background workers and
@@ -155,9 +78,7 @@ func listenAndServe(ctx context.Context, log *slog.Logger, env environment, a ap
 	// Configuration Reload (serve's: dev's providers are its fakes)
 	var rl *reloader
 	if !a.dev {
-		if rl, err = newReloader(log, env.environ, a, s.providers, m); err != nil {
-			return err
-		}
+		rl = newReloader(log, env.environ, a, m)
 		go rl.onHangup(ctx)
 	}
 
@@ -205,12 +126,9 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 			"amount", p.Amount.StringFixed(2))
 	}
 	s.payments.OnGroup, s.payments.OnFallback = m.GroupApplied, m.GroupFallback
-	// Payment Providers: one set of apps per provider configured, each
-	// added by one line (a reload swaps each set's apps in place).
-	providers, err := providerSets(cfg, a.alipay, a.wechatpay)
-	if err != nil {
-		return nil, err
-	}
+	// Payment Providers: one set of apps per provider configured (a
+	// reload swaps each set's apps in place).
+	providers := a.providers.sets
 	s.providers = providers
 	s.refunds = service.NewRefunds(store, providers, log)
 	s.refunds.OnFinished = m.RefundFinished
@@ -242,7 +160,7 @@ func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metric
 	// One round asks every provider its rows name: as often as the most
 	// eager provider wants.
 	interval := cfg.AlipayJobsInterval
-	if len(a.wechatpay) > 0 && (len(a.alipay) == 0 || cfg.WeChatPayJobsInterval() < interval) {
+	if len(a.providers.wechatpay) > 0 && (a.providers.alipay == nil || cfg.WeChatPayJobsInterval() < interval) {
 		interval = cfg.WeChatPayJobsInterval()
 	}
 	s.trades.Interval, s.refunds.Interval = interval, interval
@@ -284,23 +202,19 @@ func newRoutes(log *slog.Logger, a app, s *services, rl *reloader, reg *promethe
 	switch {
 	case a.verifier != nil:
 		verifier = a.verifier
-	case len(a.alipay) > 0 && rl != nil:
+	case a.providers.alipay != nil && rl != nil:
 		verifier = alipayNotices{rl}
-	case len(a.alipay) > 0:
-		apps, err := alipayVerifier(a.alipay)
-		if err != nil {
-			return nil, err
-		}
-		verifier = apps
+	case a.providers.alipay != nil:
+		verifier = a.providers.alipay
 	}
 	var weChat handler.WeChatPayVerifier // nil: /wechatpay/notify is off
 	switch {
 	case a.weChatNotice != nil:
 		weChat = a.weChatNotice
-	case len(a.wechatpay) > 0 && rl != nil:
+	case len(a.providers.wechatpay) > 0 && rl != nil:
 		weChat = weChatNotices{rl}
-	case len(a.wechatpay) > 0:
-		weChat = wechatpay.Merchants(a.wechatpay)
+	case len(a.providers.wechatpay) > 0:
+		weChat = a.providers.wechatpay
 	}
 	dashboard, queues, lookup := service.NewDashboard(store), service.NewQueues(store), service.NewLookup(store)
 	dashboard.Accounts = s.recons.Accounts() // the overview shows the configured accounts' runs

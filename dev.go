@@ -23,6 +23,7 @@ import (
 	"paynotify/config"
 	"paynotify/dao"
 	"paynotify/fakealipay"
+	"paynotify/fakewechatpay"
 	"paynotify/handler"
 	"paynotify/internal/demo"
 	"paynotify/model"
@@ -163,25 +164,22 @@ func dev(ctx context.Context, env environment) error {
 	}
 	defer removeURL()
 
-	// Fake Alipay
-	fake, apps, err := newDevAlipay(base)
+	// Payment Providers: dev's fakes, and its apps configured to pay
+	// through them, built as serve builds its providers.
+	fake, err := newDevAlipay(base)
 	if err != nil {
 		return err
 	}
 	defer fake.Close()
-	var clients []*alipay.Client
-	for _, a := range apps {
-		clients = append(clients, a.client)
-	}
-	verifier, err := alipay.NewApps(clients...)
-	if err != nil {
-		return err
-	}
-	wx, stopWeChat, err := devWeChatPay(base, log)
+	wxFake, wxGateway, stopWeChat, err := devWeChatPay(base, log)
 	if err != nil {
 		return err
 	}
 	defer stopWeChat()
+	providers, err := newRegistry(cfg, devProviderConfig(fake.GatewayURL(base+devFakePrefix), wxGateway))
+	if err != nil {
+		return err
+	}
 	recv, err := startDevReceiver(ctx, log, cfg, store, env.stdout)
 	if err != nil {
 		return err
@@ -200,11 +198,11 @@ func dev(ctx context.Context, env environment) error {
 	}
 
 	// Start API Service
-	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, alipay: apps, consume: true, ln: ln, dev: true,
+	return listenAndServe(ctx, log, env, app{cfg: cfg, store: store, providers: providers, consume: true, ln: ln, dev: true,
 		manualRefunds: *manualRefunds,
-		verifier:      fakealipay.Verifier{Client: verifier, Fake: fake},
+		verifier:      fakealipay.Verifier{Client: providers.alipay, Fake: fake},
 		mounts:        map[string]http.Handler{devFakePrefix: fake.Handler()},
-		wechatpay:     []*wechatpay.Provider{wx.provider}, weChatNotice: wx.verifier})
+		weChatNotice:  fakewechatpay.Verifier{Provider: providers.wechatpay[0], Fake: wxFake}})
 }
 
 // devListen binds addr and says the base URL it is reached at: the fake
@@ -302,9 +300,9 @@ func openDevDB(ctx context.Context, dbPath string, keep bool) (store *dao.Store,
 }
 
 // newDevAlipay starts the fake Alipay dev pays through, with a payment it
-// took for no order, and dev's Alipay apps (devAlipayApps), each a client
-// with its own key pair that talks to it at base.
-func newDevAlipay(base string) (*fakealipay.Server, []alipayApp, error) {
+// took for no order; it knows dev's Alipay apps (devAlipayApps), each
+// signing with its own key pair.
+func newDevAlipay(base string) (*fakealipay.Server, error) {
 	var more []fakealipay.App
 	for _, a := range devAlipayApps[1:] {
 		more = append(more, fakealipay.App{AppID: a.id, SellerID: devSellerID, AppPublicKey: devKey(a.publicKey)})
@@ -320,29 +318,40 @@ func newDevAlipay(base string) (*fakealipay.Server, []alipayApp, error) {
 		BackURL: base + "/console/search?q=",
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// A payment Alipay took on the replay files' day whose notification
 	// never came, for an order this database does not have: reconciling
 	// that day finds it in the bill and records it UNMATCHED.
 	fake.AddPaidTrade(devUnmatchedSN, "20261130220014888800001099", decimal.RequireFromString("66.00"),
 		time.Date(2026, 11, 30, 15, 0, 0, 0, model.Beijing))
-	var apps []alipayApp
+	return fake, nil
+}
+
+// devProviderConfig is dev's providers as configuration, which newRegistry
+// builds as it builds serve's: its Alipay apps (devAlipayApps, one seller)
+// through the fake Alipay at alipayGateway and its WeChat Pay merchant,
+// with two appids, through the fake at weChatGateway, all with the
+// development keys.
+func devProviderConfig(alipayGateway, weChatGateway string) providerConfig {
+	var pc providerConfig
 	for _, a := range devAlipayApps {
-		client, err := alipay.New(alipay.Config{
+		pc.alipay = append(pc.alipay, alipay.AppConfig{Name: a.name, Config: alipay.Config{
 			AppID:           a.id,
 			SellerID:        devSellerID,
 			AppPrivateKey:   devKey(a.privateKey),
 			AlipayPublicKey: devKey("alipay_public_key.pem"),
-			SandboxGateway:  fake.GatewayURL(base + devFakePrefix),
-		})
-		if err != nil {
-			fake.Close()
-			return nil, nil, err
-		}
-		apps = append(apps, alipayApp{client: client, name: a.name})
+			SandboxGateway:  alipayGateway,
+		}})
 	}
-	return fake, apps, nil
+	pc.wechatpay = []wechatpay.Config{{
+		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
+		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
+		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
+		PlatformCerts: []string{devKey("wechatpay_platform_cert.pem")},
+		Gateway:       weChatGateway,
+	}}
+	return pc
 }
 
 // printDevBanner prints devBanner for cfg at base, with a member token

@@ -11,23 +11,16 @@ import (
 
 	"paynotify/fakewechatpay"
 	"paynotify/model"
-	"paynotify/wechatpay"
 )
 
-// devWeChat is dev's WeChat Pay: a fake on its own loopback port (the
-// SDK keeps WeChat Pay's paths at the root of the gateway), the provider
-// pointed at it, and the notice check that tells the fake of each
-// replayed payment so the jobs find it (fakewechatpay.Verifier).
-type devWeChat struct {
-	provider *wechatpay.Provider
-	verifier fakewechatpay.Verifier
-}
-
-// devWeChatPay starts dev's fake WeChat Pay, signing at random with its
-// public key or its platform certificate (the service trusts both), and
-// notifying base's /wechatpay/notify.
-func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
-	fake, err := fakewechatpay.New(fakewechatpay.Config{
+// devWeChatPay starts dev's fake WeChat Pay on a loopback port of its own
+// (the SDK keeps WeChat Pay's paths at the root of the gateway), signing
+// at random with its public key or its platform certificate (the service
+// trusts both), and notifying base's /wechatpay/notify; gateway is where
+// it answers (devProviderConfig's merchant is pointed at it). dev tells it
+// of each replayed payment so the jobs find it (fakewechatpay.Verifier).
+func devWeChatPay(base string, log *slog.Logger) (fake *fakewechatpay.Server, gateway string, stop func(), err error) {
+	fake, err = fakewechatpay.New(fakewechatpay.Config{
 		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
 		PrivateKey: devKey("wechatpay_private_key.pem"), PublicKeyID: devWeChatPublicKeyID,
 		PlatformKey: devKey("wechatpay_platform_private_key.pem"), PlatformCert: devKey("wechatpay_platform_cert.pem"),
@@ -36,7 +29,7 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 		NotifyURL: base + "/wechatpay/notify",
 	})
 	if err != nil {
-		return devWeChat{}, nil, err
+		return nil, "", nil, err
 	}
 	// As dev's fake Alipay: a payment WeChat Pay took on the replay files'
 	// day whose notification never came, for an order this database does
@@ -44,7 +37,8 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 	fake.AddPaidTrade(devWeChatUnmatchedSN, devWeChatUnmatchedTrade, 5800, time.Date(2026, 11, 30, 16, 0, 0, 0, model.Beijing))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return devWeChat{}, nil, fmt.Errorf("dev: fake WeChat Pay: %w", err)
+		fake.Close()
+		return nil, "", nil, fmt.Errorf("dev: fake WeChat Pay: %w", err)
 	}
 	srv := &http.Server{Handler: fake.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -52,27 +46,15 @@ func devWeChatPay(base string, log *slog.Logger) (devWeChat, func(), error) {
 			log.Error("fake WeChat Pay stopped", "err", err)
 		}
 	}()
-	stop := func() {
+	stop = func() {
 		fake.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
 	}
-	gateway := "http://" + ln.Addr().String()
-	client, err := wechatpay.New(wechatpay.Config{
-		MchID: devWeChatMchID, AppID: devWeChatAppID, AppIDs: []string{devWeChatSecondAppID}, APIv3Key: devWeChatAPIv3Key,
-		MerchantPrivateKey: devKey("wechatpay_merchant_private_key.pem"), MerchantSerial: devWeChatMerchantSerial,
-		PublicKey: devKey("wechatpay_public_key.pem"), PublicKeyID: devWeChatPublicKeyID,
-		PlatformCerts: []string{devKey("wechatpay_platform_cert.pem")},
-		Gateway:       gateway,
-	})
-	if err != nil {
-		stop()
-		return devWeChat{}, nil, err
-	}
+	gateway = "http://" + ln.Addr().String()
 	log.Info("dev mode: a fake WeChat Pay at "+gateway, "mchid", devWeChatMchID, "appids", devWeChatAppID+","+devWeChatSecondAppID)
-	provider := wechatpay.NewProvider(client, base+"/wechatpay/notify")
-	return devWeChat{provider: provider, verifier: fakewechatpay.Verifier{Provider: provider, Fake: fake}}, stop, nil
+	return fake, gateway, stop, nil
 }
 
 // devWeChatUnmatchedSN and devWeChatUnmatchedTrade are the payment dev's

@@ -16,7 +16,6 @@ import (
 	"paynotify/handler"
 	"paynotify/model"
 	"paynotify/service"
-	"paynotify/wechatpay"
 )
 
 const reconcileUsage = `usage: paynotify reconcile [-provider alipay|wechatpay] [-account ID] [-date yyyy-MM-dd]
@@ -90,35 +89,17 @@ func reconcileCmd(ctx context.Context, env environment) error {
 		}
 		return reconcileInDev(ctx, env, base, *only, *account, *date)
 	}
-	// The providers configured, as serve reads them.
+	// The providers configured, read and built as serve's.
 	cfg, pc, err := loadConfig(env.environ)
 	if err != nil {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogLevel, true)
-	providers := service.Providers{}
-	if pc.alipayOn {
-		apps, err := alipayApps(pc.alipay)
-		if err != nil {
-			return err
-		}
-		if err := providers.Add(alipaySet(apps, "", "")); err != nil {
-			return err
-		}
+	reg, err := newRegistry(cfg, pc)
+	if err != nil {
+		return err
 	}
-	if pc.weChatOn {
-		var merchants []*wechatpay.Provider
-		for _, c := range pc.wechatpay {
-			wc, err := wechatpay.New(c)
-			if err != nil {
-				return err
-			}
-			merchants = append(merchants, wechatpay.NewProvider(wc, ""))
-		}
-		if err := providers.Add(weChatPaySet(cfg, merchants...)); err != nil {
-			return err
-		}
-	}
+	providers := reg.sets
 	if *only != "" {
 		if _, ok := providers[model.Provider(*only)]; !ok {
 			return fmt.Errorf("reconcile: -provider %s: %s is not configured (its variables are not set)", *only, *only)

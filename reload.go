@@ -26,48 +26,6 @@ import (
 	"paynotify/wechatpay"
 )
 
-// buildProviders makes the providers of one reading of the configuration:
-// each Alipay app's client (none when Alipay is off) and each WeChat Pay
-// merchant's provider (none when off). serve builds them at start, and a
-// reload again.
-func buildProviders(cfg config.Config, pc providerConfig) ([]alipayApp, []*wechatpay.Provider, error) {
-	var apps []alipayApp
-	if pc.alipayOn {
-		var err error
-		if apps, err = alipayApps(pc.alipay); err != nil {
-			return nil, nil, err
-		}
-	}
-	var wxs []*wechatpay.Provider
-	if pc.weChatOn {
-		for _, c := range pc.wechatpay {
-			wc, err := wechatpay.New(c)
-			if err != nil {
-				return nil, nil, err
-			}
-			wxs = append(wxs, wechatpay.NewProvider(wc, strings.TrimRight(cfg.PublicURL, "/")+"/wechatpay/notify"))
-		}
-	}
-	return apps, wxs, nil
-}
-
-// providerSets are the service's providers of the clients built: one
-// AppSet per provider configured.
-func providerSets(cfg config.Config, apps []alipayApp, wx []*wechatpay.Provider) (service.Providers, error) {
-	providers := service.Providers{}
-	if len(apps) > 0 {
-		if err := providers.Add(alipaySet(apps, strings.TrimRight(cfg.PublicURL, "/")+"/alipay/notify", cfg.PayReturnURL)); err != nil {
-			return nil, err
-		}
-	}
-	if len(wx) > 0 {
-		if err := providers.Add(weChatPaySet(cfg, wx...)); err != nil {
-			return nil, err
-		}
-	}
-	return providers, nil
-}
-
 // reloader puts a new reading of the providers' configuration in force
 // without a restart (SIGHUP, POST /admin/reload): PROVIDERS_FILE and
 // every key file it names, or the ALIPAY_*/WECHATPAY_* variables' key
@@ -97,20 +55,21 @@ type reloader struct {
 
 // newReloader is the reloader of a's providers, whose sets the use cases
 // were given.
-func newReloader(log *slog.Logger, environ []string, a app, sets service.Providers, m *metrics.Metrics) (*reloader, error) {
-	r := &reloader{environ: environ, log: log, metrics: m, store: a.store, sets: sets}
-	if len(a.alipay) > 0 {
-		apps, err := alipayVerifier(a.alipay)
-		if err != nil {
-			return nil, err
-		}
-		r.alipay.Store(apps)
+func newReloader(log *slog.Logger, environ []string, a app, m *metrics.Metrics) *reloader {
+	r := &reloader{environ: environ, log: log, metrics: m, store: a.store, sets: a.providers.sets}
+	r.put(a.providers)
+	return r
+}
+
+// put puts next's notification verifiers in force (read refuses a
+// provider turned on or off).
+func (r *reloader) put(next registry) {
+	if next.alipay != nil {
+		r.alipay.Store(next.alipay)
 	}
-	if len(a.wechatpay) > 0 {
-		ms := wechatpay.Merchants(a.wechatpay)
-		r.wechatpay.Store(&ms)
+	if len(next.wechatpay) > 0 {
+		r.wechatpay.Store(&next.wechatpay)
 	}
-	return r, nil
 }
 
 // onHangup reloads on every SIGHUP until ctx ends.
@@ -139,14 +98,14 @@ func (r *reloader) ReloadAsked(ctx context.Context, note string) ([]service.App,
 func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next, nextAlipay, nextWeChat, file, err := r.read()
+	next, file, err := r.read()
 	if err != nil {
 		err = fmt.Errorf("%w: %w", model.ErrConfigRefused, err)
 		r.log.Error("configuration reload refused: nothing changed", "by", by, "err", err)
 		r.metrics.ConfigReloaded(false, time.Time{})
 		return nil, err
 	}
-	before, after := r.inForce(r.sets), r.inForce(next)
+	before, after := r.inForce(r.sets), r.inForce(next.sets)
 	// admin_audit's target_id names the form, not the path (which might
 	// not fit it); the log names the path.
 	target := "environment"
@@ -161,14 +120,9 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 		}
 	}
 	for p, set := range r.sets {
-		set.(*service.AppSet).Swap(next[p].(*service.AppSet))
+		set.(*service.AppSet).Swap(next.sets[p].(*service.AppSet))
 	}
-	if nextAlipay != nil {
-		r.alipay.Store(nextAlipay)
-	}
-	if nextWeChat != nil {
-		r.wechatpay.Store(nextWeChat)
-	}
+	r.put(next)
 	r.metrics.ConfigReloaded(true, time.Now())
 	r.log.Info("configuration reloaded", "by", by, "from", target, "providers_file", file, "apps", summary(after))
 	return after, nil
@@ -177,23 +131,19 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 // read builds every provider of the configuration as it is now, checked
 // as at start and against what a reload may change; file is
 // PROVIDERS_FILE's path ("": the environment form).
-func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Merchants, string, error) {
+func (r *reloader) read() (registry, string, error) {
 	cfg, pc, err := loadConfig(r.environ)
 	file := cfg.ProvidersFile
 	if err != nil {
-		return nil, nil, nil, file, err
+		return registry{}, file, err
 	}
-	apps, wx, err := buildProviders(cfg, pc)
+	next, err := newRegistry(cfg, pc)
 	if err != nil {
-		return nil, nil, nil, file, err
-	}
-	next, err := providerSets(cfg, apps, wx)
-	if err != nil {
-		return nil, nil, nil, file, err
+		return registry{}, file, err
 	}
 	var problems []error
 	for _, p := range model.Providers() {
-		now, was := next[p], r.sets[p]
+		now, was := next.sets[p], r.sets[p]
 		switch {
 		case now == nil && was == nil:
 		case now == nil:
@@ -208,20 +158,9 @@ func (r *reloader) read() (service.Providers, *alipay.Apps, *wechatpay.Merchants
 		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, nil, file, config.Join(problems...)
+		return registry{}, file, config.Join(problems...)
 	}
-	var notices *alipay.Apps
-	if len(apps) > 0 {
-		if notices, err = alipayVerifier(apps); err != nil {
-			return nil, nil, nil, file, err
-		}
-	}
-	var merchants *wechatpay.Merchants
-	if len(wx) > 0 {
-		ms := wechatpay.Merchants(wx)
-		merchants = &ms
-	}
-	return next, notices, merchants, file, nil
+	return next, file, nil
 }
 
 // accounts are the accounts of a provider's set, in order.

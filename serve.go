@@ -18,33 +18,27 @@ import (
 	"paynotify/wechatpay"
 )
 
-// providerConfig is what the environment configures of each provider.
-type providerConfig struct {
-	// alipay are the Alipay apps, every seller's, the default first.
-	alipay   []alipay.AppConfig
-	alipayOn bool
-	// wechatpay are the WeChat Pay merchants, the default first.
-	wechatpay []wechatpay.Config
-	weChatOn  bool
-}
-
 // loadConfig reads the configuration, serve's and reconcile's, with every
 // problem at once: the general settings' and each provider's. A provider
 // is on when its variables are set; with none set, Alipay's are named as
 // missing, as before WeChat Pay.
 func loadConfig(environ []string) (config.Config, providerConfig, error) {
 	cfg, err := config.Load(environ)
-	pc := providerConfig{alipayOn: cfg.AlipayOn() || !cfg.WeChatPay.On()}
+	var pc providerConfig
+	alipayOn := cfg.AlipayOn() || !cfg.WeChatPay.On()
 	if cfg.Accounts != nil { // PROVIDERS_FILE: what it lists
-		pc.alipayOn = len(cfg.Accounts.Alipay) > 0
+		alipayOn = len(cfg.Accounts.Alipay) > 0
+		for _, m := range cfg.Accounts.WeChatPay {
+			pc.weChatApps = append(pc.weChatApps, m.Apps)
+		}
 	} else if cfg.ProvidersFile != "" {
-		pc.alipayOn = false // unreadable: Load names why
+		alipayOn = false // unreadable: Load names why
 	}
 	var aerr, werr error
-	if pc.alipayOn {
+	if alipayOn {
 		pc.alipay, aerr = alipay.FromConfigApps(cfg, devKeys())
 	}
-	pc.wechatpay, pc.weChatOn, werr = wechatpay.FromConfigAll(cfg, devKeys())
+	pc.wechatpay, _, werr = wechatpay.FromConfigAll(cfg, devKeys())
 	var herr error
 	if key, _ := cfg.Webhook.Key(); key == devWebhookKey {
 		herr = errors.New("WEBHOOK_SECRET_KEY is paynotify dev's public key: make one with openssl rand -base64 32")
@@ -68,7 +62,7 @@ func serve(ctx context.Context, env environment) error {
 	log := newLogger(logOut, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
 	a := app{cfg: cfg, logDropped: logOut.Dropped}
-	if a.alipay, a.wechatpay, err = buildProviders(cfg, pc); err != nil {
+	if a.providers, err = newRegistry(cfg, pc); err != nil {
 		return err
 	}
 	store, err := dao.Open(ctx, cfg.DBDriver, cfg.DBDSN, dao.Options{MaxOpenConns: cfg.DBMaxOpenConns, IOTimeout: cfg.DBTimeout})

@@ -98,9 +98,9 @@ func sign(env environment) error {
 		if err != nil {
 			return refuseUsage(flags, env, err)
 		}
-		form.Set("app_id", app)
-		form.Set("auth_app_id", app)
-		form.Set("seller_id", devSellerID)
+		form.Set("app_id", app.AppID)
+		form.Set("auth_app_id", app.AppID)
+		form.Set("seller_id", app.SellerID)
 	}
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
@@ -121,17 +121,17 @@ func sign(env environment) error {
 	return err
 }
 
-// devAlipayApp is the app_id of dev's Alipay app named name (or whose
-// app_id it is).
-func devAlipayApp(name string) (string, error) {
+// devAlipayApp is dev's Alipay app named name (or whose app_id it is), as
+// dev configures it (devProviderConfig).
+func devAlipayApp(name string) (alipay.AppConfig, error) {
 	var names []string
-	for _, a := range devAlipayApps {
-		if a.name == name || a.id == name {
-			return a.id, nil
+	for _, a := range devProviderConfig("", "").alipay {
+		if a.Name == name || a.AppID == name {
+			return a, nil
 		}
-		names = append(names, a.name+" ("+a.id+")")
+		names = append(names, a.Name+" ("+a.AppID+")")
 	}
-	return "", fmt.Errorf("-app %q: dev's Alipay apps are %s", name, strings.Join(names, ", "))
+	return alipay.AppConfig{}, fmt.Errorf("-app %q: dev's Alipay apps are %s", name, strings.Join(names, ", "))
 }
 
 // signingKey is the key in keyFile, or else the development key dev (built
