@@ -166,8 +166,13 @@ func (s *Store) ClaimRun(ctx context.Context, o model.BillAccount, billDate, own
 		if res.Error != nil {
 			return mapErr(res.Error)
 		}
+		// A locking read, which reads the latest committed row: the count
+		// above opened this transaction's snapshot (REPEATABLE READ), maybe
+		// before another instance's claim of the date committed the row
+		// our insert then found, and a plain read would not see it.
 		var r runRecord
-		if err := tx.db.WithContext(ctx).Where("provider = ? AND account = ? AND bill_date = ?", provider, account, billDate).Take(&r).Error; err != nil {
+		if err := tx.db.WithContext(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("provider = ? AND account = ? AND bill_date = ?", provider, account, billDate).Take(&r).Error; err != nil {
 			return mapErr(err)
 		}
 		if res.RowsAffected != 1 {
