@@ -17,10 +17,12 @@ import (
 // the token, the next attempt a lease away — before committing. Two
 // instances never both hold one delivery; one that dies holding it leaves
 // it due again when the lease ends, to be sent again under the same
-// webhook-id.
+// webhook-id. A claim that fails, COMMIT included, returns no deliveries:
+// none is leased, and another instance may claim them.
 func (s *Store) ClaimDeliveries(ctx context.Context, endpointID int64, now time.Time, lease time.Duration, token string, limit int) ([]model.WebhookDelivery, error) {
 	var out []model.WebhookDelivery
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
+		out = nil // a try that collided and is run again starts afresh
 		var ids []int64
 		if err := tx.db.WithContext(ctx).Table(webhookDeliveryTable).
 			Where("endpoint_id = ? AND state = ? AND next_attempt_at <= ?", endpointID, model.DeliveryPending, now.UTC()).
@@ -47,7 +49,10 @@ func (s *Store) ClaimDeliveries(ctx context.Context, endpointID int64, now time.
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ReleaseDeliveries lets go of a claim's deliveries that were never sent:

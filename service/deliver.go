@@ -209,16 +209,19 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 		if want > 0 {
 			ds, err := d.store.ClaimDeliveries(ctx, e.ID, now, d.Lease, uuid.NewString()[:32], want)
 			if err != nil {
+				// Nothing is queued: a claim that did not commit leased
+				// nothing, and another instance may hold what it read.
 				errs = append(errs, err)
-			}
-			claimed += len(ds)
-			d.mu.Lock()
-			if l.gen == gen { // else the endpoint was disabled or deleted meanwhile
-				for _, dl := range ds {
-					l.queue = append(l.queue, queued{dl: dl, claimed: now})
+			} else {
+				claimed += len(ds)
+				d.mu.Lock()
+				if l.gen == gen { // else the endpoint was disabled or deleted meanwhile
+					for _, dl := range ds {
+						l.queue = append(l.queue, queued{dl: dl, claimed: now})
+					}
 				}
+				d.mu.Unlock()
 			}
-			d.mu.Unlock()
 		}
 		d.fill(ctx, l)
 	}
