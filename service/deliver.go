@@ -41,7 +41,8 @@ var DefaultRetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 
 // claimed delivery not started within half its lease is let go unsent
 // (its lease runs out and it is due again), so none is sent by a claim
 // that may have ended. Finished attempts are recorded in batches, by the
-// round that a filled batch, an emptying queue or the interval starts.
+// round that a filled batch, an emptying queue or the interval starts, and
+// by Wait when the deliverer stops.
 type Deliverer struct {
 	store  *dao.Store
 	keys   *webhook.Keyring
@@ -129,11 +130,19 @@ func (d *Deliverer) Wake() {
 }
 
 // Wait waits for the requests in flight (after the job's context ended,
-// they end at once, recorded nowhere: their leases run out), then lets go
-// of the claims still queued, so another instance, or this one started
-// again, sends them at once rather than when their leases end.
+// they end at once, recorded nowhere: their leases run out), records the
+// attempts that finished since the last round (no round runs after the
+// context ended, and one not recorded is sent again by whoever claims it
+// when its lease ends: a duplicate on every stop), then lets go of the
+// claims still queued, so another instance, or this one started again,
+// sends them at once rather than when their leases end.
 func (d *Deliverer) Wait() {
 	d.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := d.record(ctx); err != nil {
+		d.log.Warn("webhook attempts not recorded on stop: sent again when their leases end", "recorded", n, "err", err)
+	}
 	d.mu.Lock()
 	byLease := map[string][]int64{}
 	for _, l := range d.lanes {
@@ -143,8 +152,6 @@ func (d *Deliverer) Wait() {
 		l.queue = nil
 	}
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	for lease, ids := range byLease {
 		if err := d.store.ReleaseDeliveries(ctx, lease, ids, d.now()); err != nil {
 			d.log.Warn("webhook deliveries not let go: due again when their leases end", "count", len(ids), "err", err)
