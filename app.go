@@ -119,7 +119,8 @@ type services struct {
 func newServices(ctx context.Context, log *slog.Logger, a app, m *metrics.Metrics) (*services, error) {
 	cfg, store := a.cfg, a.store
 	s := &services{}
-	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"), service.DuplicateCache(cfg.NotifyDuplicateCache))
+	s.payments = service.NewPayments(store, service.GroupApply(cfg.NotifyGroupApply == "on"), service.DuplicateCache(cfg.NotifyDuplicateCache),
+		service.PaymentsLog(log))
 	s.payments.OnUnmatched = func(p model.Payment) {
 		m.PaymentUnmatched(p)
 		log.Warn("payment for no order recorded UNMATCHED: refund it", "provider", p.Provider, "trade_no", p.TradeNo, "out_trade_no", p.OutTradeNo,

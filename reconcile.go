@@ -113,7 +113,7 @@ func reconcileCmd(ctx context.Context, env environment) error {
 	if err := schemaCurrent(ctx, store); err != nil {
 		return err
 	}
-	recons := service.NewReconcilers(store, providers, service.NewPayments(store), log)
+	recons := service.NewReconcilers(store, providers, service.NewPayments(store, service.PaymentsLog(log)), log)
 	runs := recons.All()
 	if *only != "" {
 		runs = recons[model.Provider(*only)]

@@ -81,8 +81,8 @@ func (g *groupClient) run(ctx context.Context, self *groupJob, group []*groupJob
 
 // The group's statements, as the service renders them for MySQL.
 const (
-	ceilLookupPay  = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN "
-	ceilLookupRest = "SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN %s UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN %s"
+	ceilLookupPay  = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN "
+	ceilLookupRest = "SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN %s UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN %s"
 	ceilLock       = "SELECT `id`,`order_sn`,`member_id`,`pay_amount`,`status`,`pay_type`,`payment_time`,`total_amount`,`coupon_id`,`coupon_amount`,`integration`,`integration_amount`,`stock_reservation`,`create_time`,`modify_time` FROM `oms_order` WHERE id IN %s ORDER BY id FOR UPDATE"
 	ceilInsertPay  = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES %s ON DUPLICATE KEY UPDATE `provider`=`provider`"
 	ceilPayOrders  = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=%s,`status`=? WHERE id IN %s AND status = ?"
@@ -241,10 +241,11 @@ func orderIDs(ctx context.Context, db *sql.DB, query string, args ...any) (map[s
 	for rs.Next() {
 		var (
 			src, k, out, amount, state, reason, notifyID string
+			prov, account, app                           string
 			orderID, attemptID, attemptNo                int64
 			paidAt                                       sql.NullTime
 		)
-		if err := rs.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo); err != nil {
+		if err := rs.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo, &prov, &account, &app); err != nil {
 			return nil, err
 		}
 		if src == "o" {

@@ -34,7 +34,7 @@ type Trades struct {
 func (s *Store) TradesLookup(ctx context.Context, provider model.Provider, tradeNos, outTradeNos []string) (Trades, error) {
 	t := Trades{Payments: map[string]model.Payment{}, Attempts: map[string]model.PayAttempt{}, Orders: map[string]int64{}}
 	var q strings.Builder
-	q.WriteString("SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN ")
+	q.WriteString("SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN ")
 	placeholders(&q, len(tradeNos))
 	args := make([]any, 0, 1+len(tradeNos))
 	args = append(args, string(provider))
@@ -55,9 +55,9 @@ func (s *Store) TradesLookup(ctx context.Context, provider model.Provider, trade
 		return t, nil
 	}
 	q.Reset()
-	q.WriteString("SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN ")
+	q.WriteString("SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN ")
 	placeholders(&q, len(missing))
-	q.WriteString(" UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN ")
+	q.WriteString(" UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN ")
 	placeholders(&q, len(missing))
 	args = args[:0]
 	for range 2 {
@@ -82,22 +82,26 @@ func (s *Store) scanTrades(ctx context.Context, t *Trades, provider model.Provid
 	for rows.Next() {
 		var (
 			src, k, out, state, reason, notifyID string
+			prov, account, app                   string
 			orderID                              sql.NullInt64 // NULL: an UNMATCHED payment
 			attemptID                            int64
 			attemptNo                            int
 			amount                               decimal.Decimal
 			paidAt                               *time.Time
 		)
-		if err := rows.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo); err != nil {
+		if err := rows.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo,
+			&prov, &account, &app); err != nil {
 			return mapErr(err)
 		}
 		switch src {
 		case "p":
-			t.Payments[k] = model.Payment{Provider: provider, TradeNo: k, OrderID: orderID.Int64, OutTradeNo: out, Amount: amount,
-				State: model.PaymentState(state), Reason: model.RefundReason(reason), NotifyID: notifyID, PaidAt: paidAt}
+			t.Payments[k] = model.Payment{Provider: provider, Account: account, App: app, TradeNo: k, OrderID: orderID.Int64,
+				OutTradeNo: out, Amount: amount, State: model.PaymentState(state), Reason: model.RefundReason(reason),
+				NotifyID: notifyID, PaidAt: paidAt}
 		case "a":
-			t.Attempts[k] = model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo, OutTradeNo: out,
-				Amount: amount, State: model.AttemptState(state)}
+			t.Attempts[k] = model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo,
+				Provider: model.Provider(prov), Account: account, App: app, OutTradeNo: out, Amount: amount,
+				State: model.AttemptState(state)}
 		default:
 			t.Orders[k] = orderID.Int64
 		}

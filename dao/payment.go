@@ -59,14 +59,16 @@ func (s *Store) PaymentsByOrder(ctx context.Context, orderID int64) ([]model.Pay
 // TradeLookup reads, in one round trip and without locking, what a
 // notification for (provider, tradeNo, outTradeNo) needs before its
 // transaction: the payment already recorded under the trade, if any, and
-// the payment attempt named by out_trade_no, if any. Both are nil when
+// the payment attempt named by out_trade_no (with the provider, account
+// and app its trade is open in), if any. Both are nil when
 // absent. Rows are never deleted, so what it finds stays found.
 func (s *Store) TradeLookup(ctx context.Context, provider model.Provider, tradeNo, outTradeNo string) (*model.Payment, *model.PayAttempt, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`
-SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no
+SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no,
+       provider, account, app
   FROM oms_order_payment WHERE provider = ? AND trade_no = ?
 UNION ALL
-SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
+SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no, provider, account, app
   FROM oms_pay_attempt WHERE out_trade_no = ?`, provider, tradeNo, outTradeNo).Rows()
 	if matchesNothing(err) {
 		return nil, nil, nil
@@ -80,21 +82,25 @@ SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no
 	for rows.Next() {
 		var (
 			src, out, state, reason, notifyID string
+			prov, account, app                string
 			orderID                           sql.NullInt64 // NULL: an UNMATCHED payment
 			attemptID                         int64
 			attemptNo                         int
 			amount                            decimal.Decimal
 			paidAt                            *time.Time
 		)
-		if err := rows.Scan(&src, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo); err != nil {
+		if err := rows.Scan(&src, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo,
+			&prov, &account, &app); err != nil {
 			return nil, nil, mapErr(err)
 		}
 		if src == "p" {
-			pay = &model.Payment{Provider: provider, TradeNo: tradeNo, OrderID: orderID.Int64, OutTradeNo: out, Amount: amount,
-				State: model.PaymentState(state), Reason: model.RefundReason(reason), NotifyID: notifyID, PaidAt: paidAt}
+			pay = &model.Payment{Provider: provider, Account: account, App: app, TradeNo: tradeNo, OrderID: orderID.Int64,
+				OutTradeNo: out, Amount: amount, State: model.PaymentState(state), Reason: model.RefundReason(reason),
+				NotifyID: notifyID, PaidAt: paidAt}
 		} else {
-			attempt = &model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo, OutTradeNo: out,
-				Amount: amount, State: model.AttemptState(state)}
+			attempt = &model.PayAttempt{ID: attemptID, OrderID: orderID.Int64, AttemptNo: attemptNo,
+				Provider: model.Provider(prov), Account: account, App: app, OutTradeNo: out, Amount: amount,
+				State: model.AttemptState(state)}
 		}
 	}
 	return pay, attempt, mapErr(rows.Err())

@@ -240,8 +240,8 @@ const (
 // lookup3 is the group's lookup of three trades: their payments, then the
 // attempts and orders of those not recorded.
 var lookup3 = []string{
-	"SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no IN (?,?,?)",
-	"SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no FROM oms_pay_attempt WHERE out_trade_no IN (?,?,?) UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0 FROM oms_order WHERE order_sn IN (?,?,?)",
+	"SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN (?,?,?)",
+	"SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN (?,?,?) UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN (?,?,?)",
 }
 
 var groupSQL = map[string]struct{ lock, insertPayments, markOrdersPaid, insertEvents string }{

@@ -17,7 +17,8 @@ import (
 type member struct {
 	i       int // index in the group
 	orderID int64
-	attempt bool // out_trade_no names a payment attempt
+	attempt bool              // out_trade_no names a payment attempt
+	n       model.Observation // the job's, in its attempt's account and app (see attributed)
 }
 
 // applyGroup applies a group of two or more notifications and returns a
@@ -38,7 +39,7 @@ func (p *Payments) applyGroup(group []*job) ([]verdict, bool) {
 		}
 		return verdicts, false
 	}
-	members := groupMembers(group, trades, verdicts)
+	members := p.groupMembers(group, trades, verdicts)
 	if len(members) < 2 {
 		for _, m := range members {
 			verdicts[m.i].why = FallbackAlone
@@ -82,7 +83,7 @@ func groupContext(group []*job) (context.Context, context.CancelFunc) {
 // an order we know, no two notices of one trade and no two trades of one
 // order. The verdicts of the others are set here (a duplicate's answer,
 // or why it runs alone).
-func groupMembers(group []*job, trades map[model.Provider]dao.Trades, verdicts []verdict) []member {
+func (p *Payments) groupMembers(group []*job, trades map[model.Provider]dao.Trades, verdicts []verdict) []member {
 	var (
 		members []member
 		trade   = map[ledgerKey]int{}
@@ -95,9 +96,9 @@ func groupMembers(group []*job, trades map[model.Provider]dao.Trades, verdicts [
 			verdicts[i] = verdict{pay: pay, outcome: outcome, err: err}
 			continue
 		}
-		m := member{i: i}
+		m := member{i: i, n: j.n}
 		if a, ok := trades.Attempts[j.n.OutTradeNo]; ok {
-			m.orderID, m.attempt = a.OrderID, true
+			m.orderID, m.attempt, m.n = a.OrderID, true, p.attributed(j.n, a)
 		} else if id, ok := trades.Orders[j.n.OutTradeNo]; ok {
 			m.orderID = id
 		} else {
@@ -187,7 +188,7 @@ func (p *Payments) decideGroup(group []*job, members []member, orders []model.Or
 		if !ok {
 			continue
 		}
-		n := group[m.i].n
+		n := m.n
 		pay := p.newPayment(o, n)
 		if pay.State != model.PaymentApplied {
 			continue // REFUND_PENDING is observeOne's to decide

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"paynotify/dao"
@@ -24,6 +25,7 @@ type Payments struct {
 	OnGroup    func(applied int)
 	OnFallback func(Fallback)
 	now        func() time.Time
+	log        *slog.Logger
 	group      *applier // nil: every notification is applied alone
 	seen       *seen    // nil: every duplicate asks the database
 }
@@ -31,7 +33,7 @@ type Payments struct {
 // NewPayments returns the payment use cases over store, with group apply
 // on unless an option turns it off.
 func NewPayments(store *dao.Store, opts ...PaymentsOption) *Payments {
-	p := &Payments{store: store, now: time.Now, seen: newSeen(defaultSeenSize)}
+	p := &Payments{store: store, now: time.Now, log: slog.New(slog.DiscardHandler), seen: newSeen(defaultSeenSize)}
 	p.group = newApplier(p, defaultGroupLimits)
 	for _, o := range opts {
 		o(p)
@@ -51,6 +53,12 @@ func GroupApply(on bool) PaymentsOption {
 			p.group = newApplier(p, defaultGroupLimits)
 		}
 	}
+}
+
+// PaymentsLog sets where Payments logs what it records but doubts (a
+// payment whose account is not its attempt's); by default, nowhere.
+func PaymentsLog(log *slog.Logger) PaymentsOption {
+	return func(p *Payments) { p.log = log }
 }
 
 // defaultSeenSize is NewPayments' duplicate cache; a variable so that a
@@ -133,6 +141,9 @@ func (p *Payments) observeOne(ctx context.Context, n model.Observation) (model.P
 		return duplicate(*existing, n)
 	}
 	hasAttempt := attempt != nil
+	if hasAttempt {
+		n = p.attributed(n, *attempt)
+	}
 
 	var (
 		pay     model.Payment
@@ -246,6 +257,30 @@ func (p *Payments) newPayment(order model.Order, n model.Observation) model.Paym
 		NotifyID:   n.Ref,
 		PaidAt:     &paidAt,
 	}
+}
+
+// attributed is n in the account and app of a, the attempt its
+// out_trade_no names, when n names no app: a bill line names the account
+// at most, and the payment's refunds, queries and closes go through the
+// app it records, which for a trade opened in an attempt is the
+// attempt's, not the account's first app. If n names another account than
+// a's, n's is kept (it is what the provider told us) and the disagreement
+// logged.
+func (p *Payments) attributed(n model.Observation, a model.PayAttempt) model.Observation {
+	if n.App != "" || a.Provider != n.Provider {
+		return n
+	}
+	switch {
+	case n.Account == "":
+		n.Account, n.App = a.Account, a.App
+	case n.Account == a.Account:
+		n.App = a.App
+	case a.Account != "":
+		p.log.Warn("a payment names another account than its attempt: recorded in the payment's account, its first app",
+			"provider", n.Provider, "trade_no", n.TradeNo, "out_trade_no", n.OutTradeNo,
+			"account", n.Account, "attempt_account", a.Account, "attempt_app", a.App)
+	}
+	return n
 }
 
 // duplicate answers an observation whose trade is already recorded.

@@ -104,7 +104,7 @@ const (
 	markOrderPaid   = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=?,`status`=? WHERE id = ? AND status = ?"
 	sellReservation = "UPDATE `pms_sku_stock` SET `lock_stock`=lock_stock - CASE id WHEN ? THEN ? END,`modify_time`=?,`stock`=stock - CASE id WHEN ? THEN ? END WHERE id IN (?)"
 	markAttemptPaid = "UPDATE `oms_pay_attempt` SET `state`=?,`update_time`=? WHERE out_trade_no = ? AND order_id = ? AND state IN (?,?)"
-	tradeLookup     = "SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no FROM oms_order_payment WHERE provider = ? AND trade_no = ? UNION ALL SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no FROM oms_pay_attempt WHERE out_trade_no = ?"
+	tradeLookup     = "SELECT 'p' AS src, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no = ? UNION ALL SELECT 'a', order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no = ?"
 )
 
 var observeSQL = map[string]struct{ lookup, lockBySN, lockByID, insertPayment, insertEvent string }{

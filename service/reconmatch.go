@@ -229,7 +229,8 @@ func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
 func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconItem, *model.Payment, error) {
 	at := e.FinishedAt
 	// The bill names the account, not the app: the repaired payment is
-	// the account's, its refunds through the account's first app.
+	// recorded in the app of the attempt its out_trade_no names (see
+	// Payments.attributed), else the account's first app.
 	n := model.Observation{Provider: m.r.Provider, Account: m.r.Account, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
 		PaidAt: &at, Ref: model.BillRef(m.date)}
 	it := model.ReconItem{Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, BillAmount: amountPtr(e.Amount)}
