@@ -152,8 +152,16 @@ func (r *reloader) read() (registry, string, error) {
 			problems = append(problems, fmt.Errorf("%s is newly configured: turning a provider on needs a restart", p))
 		default:
 			if a, b := accounts(was), accounts(now); !slices.Equal(a, b) {
-				problems = append(problems, fmt.Errorf("%s's accounts are %s, were %s: each is reconciled by a job wired at start, and the first owns the rows that name no account, so adding, removing or reordering accounts needs a restart (apps and keys reload)",
+				problems = append(problems, fmt.Errorf("%s's accounts are %s, were %s: each is reconciled by a job wired at start, and the first owns the rows that name no account, so adding, removing or reordering accounts needs a restart (keys, and the apps after each account's first, reload)",
 					p, strings.Join(b, ", "), strings.Join(a, ", ")))
+				continue
+			}
+			before, after := firstApps(was), firstApps(now)
+			for _, account := range accounts(was) {
+				if before[account] != after[account] {
+					problems = append(problems, fmt.Errorf("%s account %s's first app is %s, was %s: the rows that name no app are that app's, so replacing, removing or reordering an account's first app needs a restart (apps added after it reload)",
+						p, account, after[account], before[account]))
+				}
 			}
 		}
 	}
@@ -161,6 +169,18 @@ func (r *reloader) read() (registry, string, error) {
 		return registry{}, file, config.Join(problems...)
 	}
 	return next, file, nil
+}
+
+// firstApps are the first app id of each account of a provider's set:
+// the app of its rows that name none (service.AppSet.App).
+func firstApps(set service.Provider) map[string]string {
+	first := map[string]string{}
+	for _, a := range set.(*service.AppSet).Apps() {
+		if _, ok := first[a.Account]; !ok {
+			first[a.Account] = a.ID
+		}
+	}
+	return first
 }
 
 // accounts are the accounts of a provider's set, in order.

@@ -138,7 +138,10 @@ func TestReloadEnvironmentForm(t *testing.T) {
 // What the routes, jobs and reconciliations were wired with at start is
 // not reloaded: a PROVIDERS_FILE that adds a seller, or changes the
 // first, is refused as needing a restart (the configuration in force goes
-// on), while an app added under the seller is taken.
+// on), while an app added under the seller is taken. The seller's first
+// app, whose are the rows that name no app, is not reloaded either:
+// replacing, reordering or removing it is refused, naming the seller and
+// both apps.
 func TestReloadNeedsRestart(t *testing.T) {
 	r := newRotation(t)
 	appKey, _ := newKeyPair(t)
@@ -172,10 +175,26 @@ func TestReloadNeedsRestart(t *testing.T) {
 			t.Fatalf("%s: %d %s, want 422 saying it needs a restart", name, status, body)
 		}
 	}
+	firstAppChanged := func(name, f string) {
+		t.Helper()
+		r.write(t, "providers.yaml", f)
+		status, body := r.reloadAsked(t, "")
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, "needs a restart") ||
+			!strings.Contains(body, "alipay account 2088000000000026's first app is 2021000000000126, was 2021000000000026") {
+			t.Fatalf("%s: %d %s, want 422 naming the seller's first app, old and new, and that it needs a restart", name, status, body)
+		}
+	}
+	firstAppChanged("FirstAppReplaced", file("2088000000000026", "2021000000000126"))
 	r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026", "2088000000000026", "2021000000000126"))
 	status, body := r.reloadAsked(t, "")
 	if status != http.StatusOK || !strings.Contains(body, `"app":"2021000000000126"`) {
 		t.Fatalf("an app added: %d %s", status, body)
+	}
+	firstAppChanged("AppsReordered", file("2088000000000026", "2021000000000126", "2088000000000026", "2021000000000026"))
+	firstAppChanged("FirstAppRemoved", file("2088000000000026", "2021000000000126"))
+	r.write(t, "providers.yaml", file("2088000000000026", "2021000000000026"))
+	if status, body := r.reloadAsked(t, ""); status != http.StatusOK || strings.Contains(body, "2021000000000126") {
+		t.Fatalf("the added app removed: %d %s", status, body)
 	}
 }
 
