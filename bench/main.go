@@ -124,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.galera, "galera", false, "also start a private 3-node Galera cluster (loopback ports, own data directories; needs galera-4 and rsync), run the service workloads on two serve processes on two of its nodes in the same run, and measure what a certification conflict costs")
 	fs.IntVar(&o.purge, "purge", 0, "if set, fill the service database with this many SENT outbox rows and bill lines past their retention, and at each level measure first notices again while the retention job's rounds delete them")
 	fs.BoolVar(&o.wechatpay, "wechatpay", false, "also drive POST /wechatpay/notify (AES-GCM sealed, RSA-signed WeChat Pay notices) at every level, beside Alipay's, on the same processes")
-	fs.BoolVar(&o.webhooks, "webhooks", false, "instead of the notify table, measure webhooks: first notices paced at -webhooks-rate for -webhooks-seconds with no endpoint, then again with three (two healthy receivers, one hanging every request): notify p99 both ways and the delivery lag to the healthy ones")
+	fs.BoolVar(&o.webhooks, "webhooks", false, "instead of the notify table, measure webhooks: first notices paced at -webhooks-rate for -webhooks-seconds with no endpoint, then with one hanging every request, then with three (two healthy receivers beside the hanging one): notify p99 both ways and the delivery lag to the healthy ones")
 	fs.IntVar(&o.hookRate, "webhooks-rate", 1000, "first notices (so order.paid events) a second, with -webhooks")
 	fs.IntVar(&o.hookSeconds, "webhooks-seconds", 10, "how long each -webhooks phase sends")
 	fs.StringVar(&o.root, "root", "", "paynotify repository root (default: the module root of the working directory)")
