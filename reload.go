@@ -105,7 +105,7 @@ func (r *reloader) reload(ctx context.Context, by, note string) ([]service.App, 
 		r.metrics.ConfigReloaded(false, time.Time{})
 		return nil, err
 	}
-	before, after := r.inForce(r.sets), r.inForce(next.sets)
+	before, after := inForce(r.sets), inForce(next.sets)
 	// admin_audit's target_id names the form, not the path (which might
 	// not fit it); the log names the path.
 	target := "environment"
@@ -151,13 +151,14 @@ func (r *reloader) read() (registry, string, error) {
 		case was == nil:
 			problems = append(problems, fmt.Errorf("%s is newly configured: turning a provider on needs a restart", p))
 		default:
-			if a, b := accounts(was), accounts(now); !slices.Equal(a, b) {
+			a, b := accounts(was), accounts(now)
+			if !slices.Equal(a, b) {
 				problems = append(problems, fmt.Errorf("%s's accounts are %s, were %s: each is reconciled by a job wired at start, and the first owns the rows that name no account, so adding, removing or reordering accounts needs a restart (keys, and the apps after each account's first, reload)",
 					p, strings.Join(b, ", "), strings.Join(a, ", ")))
 				continue
 			}
 			before, after := firstApps(was), firstApps(now)
-			for _, account := range accounts(was) {
+			for _, account := range a {
 				if before[account] != after[account] {
 					problems = append(problems, fmt.Errorf("%s account %s's first app is %s, was %s: the rows that name no app are that app's, so replacing, removing or reordering an account's first app needs a restart (apps added after it reload)",
 						p, account, after[account], before[account]))
@@ -195,7 +196,7 @@ func accounts(set service.Provider) []string {
 }
 
 // inForce are the apps of sets, provider by provider.
-func (r *reloader) inForce(sets service.Providers) []service.App {
+func inForce(sets service.Providers) []service.App {
 	var apps []service.App
 	for _, p := range sets.Names() {
 		apps = append(apps, sets[p].(*service.AppSet).Apps()...)

@@ -1,7 +1,6 @@
 package alipay
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 
@@ -42,19 +41,9 @@ func (a *Apps) Clients() []*Client { return append([]*Client(nil), a.clients...)
 // First is the default app's client: the first seller's first app.
 func (a *Apps) First() *Client { return a.clients[0] }
 
-// VerifyNotification checks form with the key of the app it names (see
-// Client.VerifyNotification). An app_id not configured is
-// model.ErrUnknownApp naming the app_id and seller_id it gave: no key of
-// ours can say whether Alipay signed it, and nothing of it is taken.
-func (a *Apps) VerifyNotification(ctx context.Context, form url.Values) error {
-	c, err := a.route(form)
-	if err != nil {
-		return err
-	}
-	return c.VerifyNotification(ctx, form)
-}
-
-// route is the client of the app form names.
+// route is the client of the app form names. An app_id not configured
+// is model.ErrUnknownApp naming the app_id and seller_id it gave: no key
+// of ours can say whether Alipay signed it, and nothing of it is taken.
 func (a *Apps) route(form url.Values) (*Client, error) {
 	c, ok := a.byID[form.Get(fieldAppID)]
 	if !ok {

@@ -129,24 +129,24 @@ func (s *Store) ClaimRun(ctx context.Context, o model.BillAccount, billDate, own
 	provider, account := o.Provider, o.Account
 	err := s.transact(ctx, maxTxAttempts, func(ctx context.Context, tx *Store) error {
 		now := now.UTC()
-		var own int64
 		if o.Legacy && account != "" {
+			var own int64
 			if err := tx.db.WithContext(ctx).Table(runTable).Where("provider = ? AND account = ? AND bill_date = ?", provider, account, billDate).
 				Count(&own).Error; err != nil {
 				return mapErr(err)
 			}
-		}
-		if o.Legacy && account != "" && own == 0 {
-			// The date's run from before runs were kept per account is
-			// this account's, and so are the bill lines it matched: they
-			// become so (of two claims at once, one moves them, the other
-			// finds them moved). Once the account has a run of the date,
-			// a legacy one left beside it (an older binary's, during an
-			// upgrade) stays as it is.
-			for _, table := range []string{runTable, seenTable} {
-				if err := tx.db.WithContext(ctx).Table(table).Where("provider = ? AND account = '' AND bill_date = ?", provider, billDate).
-					Update("account", account).Error; err != nil {
-					return mapErr(err)
+			if own == 0 {
+				// The date's run from before runs were kept per account is
+				// this account's, and so are the bill lines it matched: they
+				// become so (of two claims at once, one moves them, the other
+				// finds them moved). Once the account has a run of the date,
+				// a legacy one left beside it (an older binary's, during an
+				// upgrade) stays as it is.
+				for _, table := range []string{runTable, seenTable} {
+					if err := tx.db.WithContext(ctx).Table(table).Where("provider = ? AND account = '' AND bill_date = ?", provider, billDate).
+						Update("account", account).Error; err != nil {
+						return mapErr(err)
+					}
 				}
 			}
 		}

@@ -119,17 +119,12 @@ func (s *Store) insertOrKeep(ctx context.Context, table string, keyCols []string
 		b.WriteString("`" + c + "`")
 		args[i] = row[c]
 	}
-	b.WriteString(") VALUES (")
-	for i := range cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('?')
-	}
+	b.WriteString(") VALUES ")
+	placeholders(&b, len(cols))
 	if s.driver == DriverMySQL {
-		b.WriteString(") ON DUPLICATE KEY UPDATE `" + keyCols[0] + "`=`" + keyCols[0] + "`")
+		b.WriteString(" ON DUPLICATE KEY UPDATE `" + keyCols[0] + "`=`" + keyCols[0] + "`")
 	} else {
-		b.WriteString(") ON CONFLICT (`" + strings.Join(keyCols, "`,`") + "`) DO NOTHING")
+		b.WriteString(" ON CONFLICT (`" + strings.Join(keyCols, "`,`") + "`) DO NOTHING")
 	}
 	res := s.db.WithContext(ctx).Exec(b.String(), args...)
 	if res.Error != nil {

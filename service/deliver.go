@@ -115,8 +115,7 @@ func (d *Deliverer) Forget(endpointID int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if l := d.lanes[endpointID]; l != nil {
-		l.queue = nil
-		l.gen++
+		l.drop()
 	}
 }
 
@@ -183,8 +182,7 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 		if !enabled[id] {
 			// Disabled or deleted: what it queued is let go (its leases run
 			// out), what it has in flight ends as it will.
-			l.queue = nil
-			l.gen++
+			l.drop()
 			if l.inflight == 0 {
 				delete(d.lanes, id)
 			}
@@ -291,8 +289,7 @@ func (d *Deliverer) run(ctx context.Context, l *lane, q queued) {
 		if res.Kind == model.AttemptGone {
 			// The endpoint asked to be disabled: what it has queued is not
 			// sent (the next round disables it and fails them).
-			l.queue = nil
-			l.gen++
+			l.drop()
 		}
 		next, ok := q, false
 		if ctx.Err() == nil {

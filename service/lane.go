@@ -59,6 +59,14 @@ func (l *lane) want(slots, maxClaim int, lease time.Duration) int {
 	return max(l.target(slots, maxClaim, lease)-len(l.queue), 0)
 }
 
+// drop lets go of what l has queued (its leases run out, or the round
+// that disables its endpoint fails them); a claim made before the drop
+// is not queued after it.
+func (l *lane) drop() {
+	l.queue = nil
+	l.gen++
+}
+
 // pop takes the next queued delivery that can still be sent within its
 // claim: one claimed longer than window ago is let go unsent (its lease
 // runs out, and it is due again for any instance).

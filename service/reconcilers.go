@@ -89,8 +89,8 @@ func (rs Reconcilers) Of(p model.Provider, account string) (*BillReconciler, err
 // Own is run as its provider's reconcilers show it: a run from before
 // runs were kept per account is the provider's first account's.
 func (rs Reconcilers) Own(run model.ReconRun) model.ReconRun {
-	if all := rs[run.Provider]; run.Account == "" && len(all) > 0 {
-		run.Account = all[0].Account
+	if all := rs[run.Provider]; len(all) > 0 {
+		return all[0].own(run)
 	}
 	return run
 }
