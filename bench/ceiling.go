@@ -81,12 +81,11 @@ func (g *groupClient) run(ctx context.Context, self *groupJob, group []*groupJob
 
 // The group's statements, as the service renders them for MySQL.
 const (
-	ceilLookupPay  = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN "
-	ceilLookupRest = "SELECT 'a' AS src, out_trade_no AS k, order_id, out_trade_no, amount, state, '' AS reason, '' AS notify_id, NULL AS paid_at, id AS attempt_id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN %s UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN %s"
-	ceilLock       = "SELECT `id`,`order_sn`,`member_id`,`pay_amount`,`status`,`pay_type`,`payment_time`,`total_amount`,`coupon_id`,`coupon_amount`,`integration`,`integration_amount`,`stock_reservation`,`create_time`,`modify_time` FROM `oms_order` WHERE id IN %s ORDER BY id FOR UPDATE"
-	ceilInsertPay  = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES %s ON DUPLICATE KEY UPDATE `provider`=`provider`"
-	ceilPayOrders  = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=%s,`status`=? WHERE id IN %s AND status = ?"
-	ceilInsertOut  = "INSERT INTO `outbox` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES %s"
+	ceilLookup    = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN %s UNION ALL SELECT 'a', out_trade_no, order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN %s UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN %s"
+	ceilLock      = "SELECT `id`,`order_sn`,`member_id`,`pay_amount`,`status`,`pay_type`,`payment_time`,`total_amount`,`coupon_id`,`coupon_amount`,`integration`,`integration_amount`,`stock_reservation`,`create_time`,`modify_time` FROM `oms_order` WHERE id IN %s ORDER BY id FOR UPDATE"
+	ceilInsertPay = "INSERT INTO `oms_order_payment` (`amount`,`create_time`,`notify_id`,`order_id`,`out_trade_no`,`paid_at`,`provider`,`reason`,`state`,`trade_no`,`update_time`) VALUES %s ON DUPLICATE KEY UPDATE `provider`=`provider`"
+	ceilPayOrders = "UPDATE `oms_order` SET `modify_time`=?,`pay_type`=?,`payment_time`=%s,`status`=? WHERE id IN %s AND status = ?"
+	ceilInsertOut = "INSERT INTO `outbox` (`event_id`,`aggregate_id`,`event_type`,`payload`,`state`,`attempts`,`next_attempt_at`,`last_error`,`create_time`,`sent_time`) VALUES %s"
 )
 
 // marks is "(?,?,…)" with n marks; rows repeats it.
@@ -96,9 +95,9 @@ func rows(r, n int) string {
 }
 
 // groupTx is one group, statement for statement the service's: the
-// lookup of the trades (payments, then the orders), then BEGIN, lock the
-// orders in id order, insert the payments APPLIED, pay the orders, insert
-// the order.paid events, COMMIT. The orders hold no stock reservation, so,
+// lookup of the trades (payments, attempts and orders in one), then
+// BEGIN, lock the orders in id order, insert the payments APPLIED, pay
+// the orders, insert the order.paid events, COMMIT. The orders hold no stock reservation, so,
 // as in the service's run, no SKU statement.
 func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 	n := len(group)
@@ -107,22 +106,17 @@ func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 	for _, j := range group {
 		args = append(args, j.o.tradeNo)
 	}
-	found, err := countRows(ctx, db, ceilLookupPay+marks(n), args...)
-	if err != nil {
-		return fmt.Errorf("look up payments: %w", err)
-	}
-	if found != 0 {
-		return fmt.Errorf("%d of %d trades already recorded", found, n)
-	}
-	args = args[:0]
 	for range 2 {
 		for _, j := range group {
 			args = append(args, j.o.sn)
 		}
 	}
-	ids, err := orderIDs(ctx, db, fmt.Sprintf(ceilLookupRest, marks(n), marks(n)), args...)
+	ids, found, err := lookUp(ctx, db, fmt.Sprintf(ceilLookup, marks(n), marks(n), marks(n)), args...)
 	if err != nil {
-		return fmt.Errorf("look up orders: %w", err)
+		return fmt.Errorf("look up trades: %w", err)
+	}
+	if found != 0 {
+		return fmt.Errorf("%d of %d trades already recorded", found, n)
 	}
 	if len(ids) != n {
 		return fmt.Errorf("%d of %d orders found", len(ids), n)
@@ -230,14 +224,15 @@ func countRows(ctx context.Context, q querier, query string, args ...any) (int, 
 	return n, rs.Err()
 }
 
-// orderIDs reads the 'o' rows of the lookup: order ids by order_sn.
-func orderIDs(ctx context.Context, db *sql.DB, query string, args ...any) (map[string]int64, error) {
+// lookUp reads the lookup: order ids by order_sn (its 'o' rows), and how
+// many payments it found.
+func lookUp(ctx context.Context, db *sql.DB, query string, args ...any) (ids map[string]int64, payments int, err error) {
 	rs, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rs.Close()
-	ids := map[string]int64{}
+	ids = map[string]int64{}
 	for rs.Next() {
 		var (
 			src, k, out, amount, state, reason, notifyID string
@@ -246,13 +241,16 @@ func orderIDs(ctx context.Context, db *sql.DB, query string, args ...any) (map[s
 			paidAt                                       sql.NullTime
 		)
 		if err := rs.Scan(&src, &k, &orderID, &out, &amount, &state, &reason, &notifyID, &paidAt, &attemptID, &attemptNo, &prov, &account, &app); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if src == "o" {
+		switch src {
+		case "o":
 			ids[k] = orderID
+		case "p":
+			payments++
 		}
 	}
-	return ids, rs.Err()
+	return ids, payments, rs.Err()
 }
 
 // ceilingOps makes workers that pay orders[i] through one groupClient.
