@@ -56,12 +56,17 @@ func (f *Fanout) RunOnce(ctx context.Context) (int, error) {
 // fanOut fans out up to limit pending rows in tx to the endpoints enabled
 // now, and says how many rows and how many deliveries.
 func fanOut(ctx context.Context, tx *dao.WebhookTx, limit int, now time.Time) (int, int, error) {
-	rows, err := tx.PendingEvents(ctx, limit)
-	if err != nil || len(rows) == 0 {
-		return 0, 0, err
-	}
 	endpoints, err := tx.Endpoints(ctx, true)
 	if err != nil {
+		return 0, 0, err
+	}
+	if len(endpoints) == 0 {
+		// No deliveries to write: the rows are let go unread.
+		n, err := tx.ClearPending(ctx, limit)
+		return n, 0, err
+	}
+	rows, err := tx.PendingEvents(ctx, limit)
+	if err != nil || len(rows) == 0 {
 		return 0, 0, err
 	}
 	var ds []model.WebhookDelivery

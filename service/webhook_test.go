@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -381,6 +382,48 @@ func TestWebhookFanoutFromCreation(t *testing.T) {
 		var pending int64
 		if err := store.SQL().QueryRow("SELECT COUNT(*) FROM outbox WHERE webhook_pending = 1").Scan(&pending); err != nil || pending != 0 {
 			t.Errorf("%d outbox rows still pending (%v)", pending, err)
+		}
+	})
+}
+
+// With no endpoint enabled, a fan-out lets the pending rows go in batches
+// without reading them, and an endpoint created after hears none of them.
+func TestWebhookFanoutWithoutEndpoints(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		ctx := context.Background()
+		var events []model.Event
+		for i := range 5 {
+			events = append(events, r.event(model.EventOrderPaid, int64(10+i), paidData(int64(10+i))))
+		}
+		f := service.NewFanout(store)
+		f.Batch = 2
+		var rounds []int
+		for {
+			n, err := f.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rounds = append(rounds, n)
+			if n == 0 {
+				break
+			}
+		}
+		if want := []int{2, 2, 1, 0}; !slices.Equal(rounds, want) {
+			t.Errorf("rounds fanned out %v, want %v", rounds, want)
+		}
+		var pending int64
+		if err := store.SQL().QueryRow("SELECT COUNT(*) FROM outbox WHERE webhook_pending = 1").Scan(&pending); err != nil || pending != 0 {
+			t.Errorf("%d outbox rows still pending (%v)", pending, err)
+		}
+		ep := r.create(newReceiver(t, ok200))
+		if _, err := f.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			if _, ok := r.deliveryOf(ep.ID, ev.ID); ok {
+				t.Errorf("event %s committed before any endpoint was delivered to one created after", ev.ID)
+			}
 		}
 	})
 }
