@@ -1,6 +1,9 @@
 package service
 
 import (
+	"strings"
+	"unique"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"paynotify/model"
@@ -8,7 +11,8 @@ import (
 
 // DefaultDuplicateCacheSize is how many recorded trades an instance
 // remembers to answer their duplicates without the database
-// (NOTIFY_DUPLICATE_CACHE): about 30 MiB at most.
+// (NOTIFY_DUPLICATE_CACHE): about 500 bytes of heap each, some 50 MiB
+// when full (TestSeenEntrySize).
 const DefaultDuplicateCacheSize = 100_000
 
 // seen remembers trades this instance saw committed to the ledger, so that
@@ -68,5 +72,26 @@ func (s *seen) add(n model.Observation, pay model.Payment) {
 	if s == nil || pay.Provider != n.Provider || pay.TradeNo != n.TradeNo || !pay.SameTrade(n.OutTradeNo, n.Amount) {
 		return
 	}
-	s.trades.Add(ledgerKey{n.Provider, n.TradeNo}, seenTrade{app: n.App, status: n.Status, pay: pay})
+	pay = detached(pay)
+	s.trades.Add(ledgerKey{pay.Provider, pay.TradeNo}, seenTrade{app: intern(n.App), status: intern(n.Status), pay: pay})
 }
+
+// detached is pay holding no memory of anyone else's: an observation's
+// strings are slices of the request body they came in (handler.parseQuery
+// slices them out of it), and an entry kept for hours must not keep a
+// whole notification alive. Each trade's own strings are copied; the few
+// providers, accounts, apps, states and reasons are interned.
+func detached(pay model.Payment) model.Payment {
+	pay.Provider = model.Provider(intern(string(pay.Provider)))
+	pay.Account, pay.App = intern(pay.Account), intern(pay.App)
+	pay.State, pay.Reason = model.PaymentState(intern(string(pay.State))), model.RefundReason(intern(string(pay.Reason)))
+	pay.TradeNo, pay.OutTradeNo, pay.NotifyID = strings.Clone(pay.TradeNo), strings.Clone(pay.OutTradeNo), strings.Clone(pay.NotifyID)
+	if pay.PaidAt != nil {
+		at := *pay.PaidAt
+		pay.PaidAt = &at
+	}
+	return pay
+}
+
+// intern is s's one canonical copy.
+func intern(s string) string { return unique.Make(s).Value() }
