@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,6 +219,10 @@ type cell struct {
 	stmts, prepares float64
 	cpu             cpuUse
 	attempts        int // 1, or more if other work disturbed earlier runs
+	// round is the round the cell ran in (-rounds); rounds, once the
+	// median is chosen, is every round's req/s, in round order.
+	round  int
+	rounds []float64
 	// purge is what the retention job's rounds did during the cell
 	// (kindFirstPurge).
 	purge *purgeStats
@@ -358,100 +364,109 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		for _, set := range private {
 			kinds = append(kinds, kindFirst+set.tag, kindDuplicate+set.tag)
 		}
-		for _, kind := range kinds {
-			to, letter, db := addrs, "S", svcDB
-			var set *privateSet
-			for k, p := range private {
-				if strings.HasSuffix(kind, p.tag) {
-					set, to, letter, db = p, p.addrs, string(rune('G'+k)), p.db
+		for round := range b.opt.rounds {
+			if b.opt.rounds > 1 {
+				b.progress("c=%d: round %d of %d", c, round+1, b.opt.rounds)
+			}
+			for _, kind := range kinds {
+				to, letter, db := addrs, "S", svcDB
+				var set *privateSet
+				for k, p := range private {
+					if strings.HasSuffix(kind, p.tag) {
+						set, to, letter, db = p, p.addrs, string(rune('G'+k)), p.db
+					}
 				}
-			}
-			switch {
-			case set != nil:
-			case strings.HasSuffix(kind, "]"):
-				to, letter = addrsB, "C"
-			case kind == kindFirstPurge:
-				letter = "P"
-			}
-			for attempt := 0; ; attempt++ {
-				// Fresh orders for every attempt: a first notice, or a
-				// baseline transaction, pays an order once.
-				prefix := fmt.Sprintf("%02d%c", c, 'a'+attempt)
-				var warm, meas func() (op, func(), error)
-				switch kind {
-				case kindNaive, kindTuned:
-					db, letter := naive, "N"
-					if kind == kindTuned {
-						db, letter = tuned, "T"
+				switch {
+				case set != nil:
+				case strings.HasSuffix(kind, "]"):
+					to, letter = addrsB, "C"
+				case kind == kindFirstPurge:
+					letter = "P"
+				}
+				for attempt := 0; ; attempt++ {
+					// Fresh orders for every attempt: a first notice, or a
+					// baseline transaction, pays an order once.
+					prefix := fmt.Sprintf("%02d%c", c, 'a'+attempt)
+					if round > 0 {
+						prefix += fmt.Sprint(round)
 					}
-					orders := makeOrders(letter+prefix, per)
-					if err := seedOrders(ctx, db, orders); err != nil {
-						return nil, err
-					}
-					warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
-				case kindCeiling:
-					// The tuned pool: the service's DSN interpolates too.
-					orders := makeOrders("D"+prefix, per)
-					if err := seedOrders(ctx, tuned, orders); err != nil {
-						return nil, err
-					}
-					g := &groupClient{db: tuned}
-					warm, meas = ceilingOps(g, orders[:w]), ceilingOps(g, orders[w:])
-				case kindFirst, kindFirstPurge, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
-					orders := makeOrders(letter+prefix, per)
-					if err := seedOrders(ctx, db, orders); err != nil {
-						return nil, err
-					}
-					apps := b.mainApps()
-					if kind == b.compared(kindFirst) && b.opt.apps > 0 {
-						apps = b.apps
-					}
-					if bodies, err = b.sign(ctx, apps, orders); err != nil {
-						return nil, err
-					}
-					if set != nil {
-						set.sent += per
-					} else {
+					var warm, meas func() (op, func(), error)
+					switch kind {
+					case kindNaive, kindTuned:
+						db, letter := naive, "N"
+						if kind == kindTuned {
+							db, letter = tuned, "T"
+						}
+						orders := makeOrders(letter+prefix, per)
+						if err := seedOrders(ctx, db, orders); err != nil {
+							return nil, err
+						}
+						warm, meas = baselineOps(db, orders[:w]), baselineOps(db, orders[w:])
+					case kindCeiling:
+						// The tuned pool: the service's DSN interpolates too.
+						orders := makeOrders("D"+prefix, per)
+						if err := seedOrders(ctx, tuned, orders); err != nil {
+							return nil, err
+						}
+						g := &groupClient{db: tuned}
+						warm, meas = ceilingOps(g, orders[:w]), ceilingOps(g, orders[w:])
+					case kindFirst, kindFirstPurge, b.compared(kindFirst), kindFirst + galeraTag, kindFirst + singleTag:
+						orders := makeOrders(letter+prefix, per)
+						if err := seedOrders(ctx, db, orders); err != nil {
+							return nil, err
+						}
+						apps := b.mainApps()
+						if kind == b.compared(kindFirst) && b.opt.apps > 0 {
+							apps = b.apps
+						}
+						if bodies, err = b.sign(ctx, apps, orders); err != nil {
+							return nil, err
+						}
+						if set != nil {
+							set.sent += per
+						} else {
+							sent += per
+						}
+						warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
+					case kindWeChatFirst:
+						orders := makeOrders("W"+prefix, per)
+						if err := seedOrders(ctx, svcDB, orders); err != nil {
+							return nil, err
+						}
+						t0 := time.Now()
+						if wxReqs, err = weChatNotices(ctx, b.wxKeys, orders); err != nil {
+							return nil, err
+						}
+						b.progress("sealed and signed %d WeChat Pay notifications in %v", len(wxReqs), time.Since(t0).Round(time.Millisecond))
 						sent += per
+						warm, meas = weChatOps(to, wxReqs, seq(0, w)), weChatOps(to, wxReqs, seq(w, per))
+					case kindWeChatDuplicate:
+						seed := 100*c + attempt
+						warm = weChatOps(to, wxReqs, shuffled(seq(0, w), seed))
+						meas = weChatOps(to, wxReqs, shuffled(seq(w, per), seed+50))
+					case kindDuplicate, b.compared(kindDuplicate), kindDuplicate + galeraTag, kindDuplicate + singleTag:
+						// The storm resends what the first notices applied, in
+						// another order: Alipay resends on its own schedule.
+						seed := 100*c + attempt
+						warm = notifyOps(to, bodies, shuffled(seq(0, w), seed))
+						meas = notifyOps(to, bodies, shuffled(seq(w, per), seed+50))
 					}
-					warm, meas = notifyOps(to, bodies, seq(0, w)), notifyOps(to, bodies, seq(w, per))
-				case kindWeChatFirst:
-					orders := makeOrders("W"+prefix, per)
-					if err := seedOrders(ctx, svcDB, orders); err != nil {
+					cel, err := b.runCell(ctx, meter, rep, c, kind, warm, meas)
+					if err != nil {
 						return nil, err
 					}
-					t0 := time.Now()
-					if wxReqs, err = weChatNotices(ctx, b.wxKeys, orders); err != nil {
-						return nil, err
+					cel.attempts, cel.round = attempt+1, round
+					if o := cel.cpu.otherCores(); o >= maxOtherCores && attempt < b.opt.retries {
+						b.progress("c=%d %s: other work used %.2f cores during the cell: measuring again", c, kind, o)
+						continue
 					}
-					b.progress("sealed and signed %d WeChat Pay notifications in %v", len(wxReqs), time.Since(t0).Round(time.Millisecond))
-					sent += per
-					warm, meas = weChatOps(to, wxReqs, seq(0, w)), weChatOps(to, wxReqs, seq(w, per))
-				case kindWeChatDuplicate:
-					seed := 100*c + attempt
-					warm = weChatOps(to, wxReqs, shuffled(seq(0, w), seed))
-					meas = weChatOps(to, wxReqs, shuffled(seq(w, per), seed+50))
-				case kindDuplicate, b.compared(kindDuplicate), kindDuplicate + galeraTag, kindDuplicate + singleTag:
-					// The storm resends what the first notices applied, in
-					// another order: Alipay resends on its own schedule.
-					seed := 100*c + attempt
-					warm = notifyOps(to, bodies, shuffled(seq(0, w), seed))
-					meas = notifyOps(to, bodies, shuffled(seq(w, per), seed+50))
+					rep.cells = append(rep.cells, cel)
+					break
 				}
-				cel, err := b.runCell(ctx, meter, rep, c, kind, warm, meas)
-				if err != nil {
-					return nil, err
-				}
-				cel.attempts = attempt + 1
-				if o := cel.cpu.otherCores(); o >= maxOtherCores && attempt < b.opt.retries {
-					b.progress("c=%d %s: other work used %.2f cores during the cell: measuring again", c, kind, o)
-					continue
-				}
-				rep.cells = append(rep.cells, cel)
-				break
 			}
 		}
 	}
+	rep.cells, rep.roundFails = medianRounds(rep.cells)
 	for _, svc := range svcs {
 		rss, err := svc.peakRSS()
 		if err != nil {
@@ -483,6 +498,47 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// medianRounds keeps, of each level's and workload's cells, the one of
+// median throughput (the lower middle of an even count), with every
+// round's throughput beside it, in the order the first round ran them,
+// and says how many failures the cells it left out had.
+func medianRounds(cells []cell) ([]cell, int64) {
+	type key struct {
+		level int
+		kind  string
+	}
+	var order []key
+	byKey := map[key][]cell{}
+	for _, c := range cells {
+		k := key{c.level, c.kind}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], c)
+	}
+	out := make([]cell, 0, len(order))
+	var fails int64
+	for _, k := range order {
+		cs := byKey[k]
+		rounds := make([]float64, len(cs))
+		for i, c := range cs {
+			rounds[i] = c.res.throughput()
+		}
+		sorted := slices.Clone(cs)
+		slices.SortStableFunc(sorted, func(a, b cell) int { return cmp.Compare(a.res.throughput(), b.res.throughput()) })
+		m := (len(sorted) - 1) / 2
+		for i, c := range sorted {
+			if i != m {
+				fails += c.res.fails
+			}
+		}
+		median := sorted[m]
+		median.rounds = rounds
+		out = append(out, median)
+	}
+	return out, fails
 }
 
 // compared names a service workload run on the -compare processes.

@@ -62,8 +62,11 @@ type options struct {
 	rev       string
 	settle    time.Duration
 	retries   int
-	args      []string // as given, for the report
-	extraEnv  envFlags
+	// rounds is how many times each level's cells run, in turn; the
+	// report keeps each cell's median round.
+	rounds   int
+	args     []string // as given, for the report
+	extraEnv envFlags
 	// compare, if set, is a second set of serve processes with these
 	// settings added, measured in the same run (e.g. a feature off).
 	compare envFlags
@@ -116,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the temporary directory (binary, service log)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
+	fs.IntVar(&o.rounds, "rounds", 1, "run each level's cells this many times, in turn (naive, tuned, ceiling, service, …, then again), and report each cell's median round with every round's req/s beside it")
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")
@@ -161,6 +165,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.n < 1 || o.profileN < 1 || o.warmup < 0 || o.pool < 1 || o.retries < 0 || o.retries > 20 {
 		return o, errors.New("-n, -profile-n and -pool must be positive, -warmup not negative, -retries 0 to 20")
+	}
+	if o.rounds < 1 || o.rounds > 9 {
+		return o, errors.New("-rounds: 1 to 9")
 	}
 	return o, nil
 }

@@ -79,11 +79,13 @@ type report struct {
 	env         envInfo
 	cells       []cell
 	warmupFails int64
-	peakRSS     int64
-	invariant   string // empty if the database holds what was sent
-	profile     *profileResult
-	profileErr  string
-	conflict    *conflictResult // -galera
+	// roundFails: failures in the rounds a cell's median round left out.
+	roundFails int64
+	peakRSS    int64
+	invariant  string // empty if the database holds what was sent
+	profile    *profileResult
+	profileErr string
+	conflict   *conflictResult // -galera
 	// leftOutbox, leftLines: what -purge left to delete at the end.
 	leftOutbox, leftLines int64
 	// purgeBatch, purgePause: the retention job's tuning the rounds ran with.
@@ -92,7 +94,7 @@ type report struct {
 }
 
 func (r *report) valid() bool {
-	if r.warmupFails > 0 || r.invariant != "" {
+	if r.warmupFails > 0 || r.roundFails > 0 || r.invariant != "" {
 		return false
 	}
 	for _, c := range r.cells {
@@ -157,10 +159,20 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "- Galera rows (%s): a private 3-node MariaDB Galera cluster on loopback (galera-4, internal/galeratest: evs.suspect_timeout=PT2S, innodb_flush_log_at_trx_commit=2, 64 MiB buffer pool per node) on the same cores; one `serve` on node 1 and one on node 2, requests alternating between them; each session runs with wsrep_sync_wait=1; their MariaDB CPU is the three nodes'\n", strings.TrimSpace(galeraTag))
 		fmt.Fprintf(w, "- one-server rows (%s): a private plain MariaDB set up as a node is (same buffer pool, same flush setting), no Galera, two `serve` processes on it: the cluster's comparison in this run. The stmts and prepares columns of both count only the -dsn server\n", strings.TrimSpace(singleTag))
 	}
-	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n\n", r.opt.n, r.opt.warmup)
+	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n", r.opt.n, r.opt.warmup)
+	rounds := r.opt.rounds > 1
+	if rounds {
+		fmt.Fprintf(w, "- rounds: every cell of a level ran %d times, in turn; each row is the cell's median round (by req/s), its other columns from that round, every round's req/s in the last column\n", r.opt.rounds)
+	}
+	fmt.Fprintln(w)
 
-	fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
+	if rounds {
+		fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails | rounds req/s |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---|")
+	} else {
+		fmt.Fprintln(w, "| c | workload | req/s | p50 ms | p99 ms | max ms | vs tuned | fails |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
+	}
 	for _, c := range r.cells {
 		vs := "—"
 		if t, ok := r.find(c.level, kindTuned); ok {
@@ -170,9 +182,17 @@ func (r *report) write(w io.Writer) {
 		if o := c.cpu.otherCores(); o >= maxOtherCores {
 			kind += fmt.Sprintf(" (disturbed: other work used %.2f cores)", o)
 		}
-		fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.2f | %.1f | %s | %d |\n",
+		fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.2f | %.1f | %s | %d |",
 			c.level, kind, c.res.throughput(), ms(c.res.quantile(.50)), ms(c.res.quantile(.99)),
 			ms(c.res.quantile(1)), vs, c.res.fails)
+		if rounds {
+			each := make([]string, len(c.rounds))
+			for i, t := range c.rounds {
+				each[i] = fmt.Sprintf("%.0f", t)
+			}
+			fmt.Fprintf(w, " %s |", strings.Join(each, " / "))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Where each cell's CPU went, per request (from /proc; \"tool\" is the load generator for service rows and the whole")
@@ -235,7 +255,7 @@ func (r *report) write(w io.Writer) {
 	if r.valid() {
 		fmt.Fprintln(w, "- run valid: every answer was `success`, and the service database holds exactly one APPLIED payment per distinct notice and every order paid")
 	} else {
-		fmt.Fprintf(w, "- **RUN INVALID**: %d warm-up failures; database check: %q; failures per cell in the table\n", r.warmupFails, r.invariant)
+		fmt.Fprintf(w, "- **RUN INVALID**: %d warm-up failures; %d in rounds other than the ones shown; database check: %q; failures per cell in the table\n", r.warmupFails, r.roundFails, r.invariant)
 	}
 	if r.profile != nil {
 		r.profile.write(w)
