@@ -53,7 +53,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := environment{args: os.Args[1:], environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	env := environment{args: os.Args[1:], environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		limitMemory: func(limit int64) int64 {
+			if os.Getenv("GOMEMLIMIT") != "" {
+				return debug.SetMemoryLimit(-1) // the deployer's
+			}
+			debug.SetMemoryLimit(limit)
+			return limit
+		}}
 	os.Exit(exitCode(run(ctx, env), os.Stderr))
 }
 
@@ -72,14 +79,24 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // tuneGC trades memory the service does not need for CPU it does: the
-// live heap is a few MiB, so collecting at 5x it (GOGC=400) costs tens of
-// MiB (peak RSS 51 MiB under the benchmark's load). GOGC in the
-// environment wins; a memory limit (GOMEMLIMIT) is the deployer's to set.
+// live heap is a few MiB beside the duplicate cache, so collecting at 5x
+// it (GOGC=400) costs tens of MiB. GOGC in the environment wins. The
+// duplicate cache is the one thing that grows (to some 35 MiB at its
+// default size), and 5x it would be too much: serve bounds the heap
+// with a soft memory limit sized to it (memoryLimit) unless GOMEMLIMIT
+// is set.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
 }
+
+// memoryLimit is the soft memory limit serve sets when GOMEMLIMIT is not
+// set: 64 MiB for everything but the duplicate cache, and 384 bytes for
+// each trade the cache may hold (364 measured, TestSeenEntrySize) — 100
+// MiB at the default 100,000. Below it the collector keeps GOGC's pace;
+// near it, it collects sooner rather than let the heap reach 5x.
+func memoryLimit(duplicateCache int) int64 { return 64<<20 + int64(duplicateCache)*384 }
 
 // environment is everything run takes from the process, so tests can run
 // the whole program in-process.
@@ -90,6 +107,10 @@ type environment struct {
 	stdout, stderr io.Writer
 	// listening, if set, is told the address the server bound.
 	listening func(addr string)
+	// limitMemory, if set, sets the process's soft memory limit to limit
+	// unless the deployer set one, and says the limit in force. Only
+	// main sets it: tests run many servers in one process.
+	limitMemory func(limit int64) int64
 	// bcryptCost is the cost of the hashes hash-password makes; 0 is
 	// passwordCost. Only tests set it (lower: a cost-12 hash takes seconds
 	// under -race).

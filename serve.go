@@ -61,6 +61,9 @@ func serve(ctx context.Context, env environment) error {
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.LogLevel, true)
 	log.Info("starting", "config", cfg)
+	if env.limitMemory != nil {
+		log.Info("soft memory limit", "mib", env.limitMemory(memoryLimit(cfg.NotifyDuplicateCache))>>20)
+	}
 	a := app{cfg: cfg, logDropped: logOut.Dropped}
 	if a.providers, err = newRegistry(cfg, pc); err != nil {
 		return err
