@@ -285,7 +285,11 @@ func (r *report) writeHeadline(w io.Writer) {
 	if !okF {
 		return
 	}
-	fmt.Fprintf(w, "\n### Headline (c=%d, one run)\n\n", c)
+	if r.opt.rounds > 1 {
+		fmt.Fprintf(w, "\n### Headline (c=%d, one run, each cell its median of %d rounds)\n\n", c, r.opt.rounds)
+	} else {
+		fmt.Fprintf(w, "\n### Headline (c=%d, one run)\n\n", c)
+	}
 	fmt.Fprintln(w, "| figure | this run | baseline, same run | ratio | target |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---|")
 	rps := func(x cell) string { return fmt.Sprintf("%.0f req/s", x.res.throughput()) }
