@@ -81,7 +81,7 @@ func exitCode(err error, stderr io.Writer) int {
 // tuneGC trades memory the service does not need for CPU it does: the
 // live heap is a few MiB beside the duplicate cache, so collecting at 5x
 // it (GOGC=400) costs tens of MiB. GOGC in the environment wins. The
-// duplicate cache is the one thing that grows (to some 35 MiB at its
+// duplicate cache is the one thing that grows (to some 36 MiB at its
 // default size), and 5x it would be too much: serve bounds the heap
 // with a soft memory limit sized to it (memoryLimit) unless GOMEMLIMIT
 // is set.
@@ -93,7 +93,7 @@ func tuneGC() {
 
 // memoryLimit is the soft memory limit serve sets when GOMEMLIMIT is not
 // set: 64 MiB for everything but the duplicate cache, and 384 bytes for
-// each trade the cache may hold (364 measured, TestSeenEntrySize) — 100
+// each trade the cache may hold (378 measured, TestSeenEntrySize) — 100
 // MiB at the default 100,000. Below it the collector keeps GOGC's pace;
 // near it, it collects sooner rather than let the heap reach 5x.
 func memoryLimit(duplicateCache int) int64 { return 64<<20 + int64(duplicateCache)*384 }

@@ -13,7 +13,7 @@ import (
 
 // DefaultDuplicateCacheSize is how many recorded trades an instance
 // remembers to answer their duplicates without the database
-// (NOTIFY_DUPLICATE_CACHE): about 360 bytes of heap each, some 35 MiB
+// (NOTIFY_DUPLICATE_CACHE): about 380 bytes of heap each, some 36 MiB
 // when full (TestSeenEntrySize).
 const DefaultDuplicateCacheSize = 100_000
 
@@ -42,21 +42,23 @@ type seen struct {
 // states and reasons are interned. The answer leaves out what no caller
 // of a duplicate reads: the notify_id and the row's own times.
 type seenTrade struct {
-	app, status unique.Handle[string]
+	app, status unique.Handle[string] // the notification's
 	outTradeNo  string
 	amount      decimal.Decimal
-	account     unique.Handle[string]
-	state       unique.Handle[string]
-	reason      unique.Handle[string]
-	orderID     int64
-	paidAt      time.Time // zero: none
+	// The payment's own account and app: an attempt's, which may differ
+	// from what the notification named (Payments.attributed).
+	account, payApp unique.Handle[string]
+	state           unique.Handle[string]
+	reason          unique.Handle[string]
+	orderID         int64
+	paidAt          time.Time // zero: none
 }
 
 // payment is the payment t answers with, for trade key.
 func (t seenTrade) payment(key ledgerKey) model.Payment {
 	pay := model.Payment{Provider: key.provider, TradeNo: key.tradeNo, Account: t.account.Value(), OrderID: t.orderID,
 		OutTradeNo: t.outTradeNo, Amount: t.amount, State: model.PaymentState(t.state.Value()),
-		Reason: model.RefundReason(t.reason.Value()), App: t.app.Value()}
+		Reason: model.RefundReason(t.reason.Value()), App: t.payApp.Value()}
 	if !t.paidAt.IsZero() {
 		at := t.paidAt
 		pay.PaidAt = &at
@@ -84,10 +86,14 @@ func (s *seen) answer(n model.Observation) (model.Payment, bool) {
 	}
 	key := ledgerKey{n.Provider, n.TradeNo}
 	t, ok := s.trades.Get(key)
-	if !ok || t.app.Value() != n.App || t.status.Value() != n.Status || t.outTradeNo != n.OutTradeNo || !t.amount.Equal(n.Amount) {
+	if !ok || t.app.Value() != n.App || t.status.Value() != n.Status {
 		return model.Payment{}, false
 	}
-	return t.payment(key), true
+	pay := t.payment(key)
+	if !pay.SameTrade(n.OutTradeNo, n.Amount) {
+		return model.Payment{}, false
+	}
+	return pay, true
 }
 
 // add remembers pay, committed for n (the observation it was recorded or
@@ -98,11 +104,10 @@ func (s *seen) add(n model.Observation, pay model.Payment) {
 		return
 	}
 	t := seenTrade{app: unique.Make(n.App), status: unique.Make(n.Status), outTradeNo: strings.Clone(pay.OutTradeNo),
-		amount: pay.Amount, account: unique.Make(pay.Account), state: unique.Make(string(pay.State)),
+		amount: pay.Amount, account: unique.Make(pay.Account), payApp: unique.Make(pay.App), state: unique.Make(string(pay.State)),
 		reason: unique.Make(string(pay.Reason)), orderID: pay.OrderID}
 	if pay.PaidAt != nil {
 		t.paidAt = *pay.PaidAt
 	}
-	provider := model.Provider(unique.Make(string(pay.Provider)).Value())
-	s.trades.Add(ledgerKey{provider, strings.Clone(pay.TradeNo)}, t)
+	s.trades.Add(ledgerKey{pay.Provider, strings.Clone(pay.TradeNo)}, t)
 }
