@@ -97,8 +97,8 @@ func rows(r, n int) string {
 // groupTx is one group, statement for statement the service's: the
 // lookup of the trades (payments, attempts and orders in one), then
 // BEGIN, lock the orders in id order, insert the payments APPLIED, pay
-// the orders, insert the order.paid events, COMMIT. The orders hold no stock reservation, so,
-// as in the service's run, no SKU statement.
+// the orders, insert the order.paid events, COMMIT. The orders hold no
+// stock reservation, so, as in the service's run, no SKU statement.
 func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 	n := len(group)
 	args := make([]any, 0, 11*n)

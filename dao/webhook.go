@@ -199,14 +199,14 @@ func (tx *WebhookTx) pendingIDs(ctx context.Context, limit int) ([]int64, error)
 
 // ClearPending clears the pending flag of up to limit committed outbox
 // rows, lowest id first, without reading their payloads: what a fan-out
-// to no endpoint does. It says how many rows it cleared.
+// to no endpoint does. It says how many rows it cleared (the fan-out lock
+// keeps them pending between the read and the update).
 func (tx *WebhookTx) ClearPending(ctx context.Context, limit int) (int, error) {
 	ids, err := tx.pendingIDs(ctx, limit)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return 0, err
 	}
-	res := tx.s.db.WithContext(ctx).Table(outboxTable).Where("id IN ? AND webhook_pending = 1", ids).Update("webhook_pending", 0)
-	return int(res.RowsAffected), mapErr(res.Error)
+	return len(ids), tx.MarkFannedOut(ctx, ids)
 }
 
 // MarkFannedOut clears the pending flag of outbox rows whose deliveries
