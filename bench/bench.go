@@ -251,7 +251,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 
 	// -instances serve processes on the one service database, driven
 	// round-robin: as behind a load balancer.
-	meter := newCPUMeter()
+	meter := newCPUMeter(serverPID(ctx, b.admin))
 	var (
 		addrs, addrsB []string      // addrsB: the -compare processes
 		private       []*privateSet // -galera: the cluster's, and one server's

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +35,12 @@ type cpuUse struct {
 	busy                          float64
 }
 
-func newCPUMeter() *cpuMeter {
+// newCPUMeter meters this tool and, if serverPID is not 0, the MariaDB
+// server the cells use (see serverPID).
+func newCPUMeter(serverPID int) *cpuMeter {
 	m := &cpuMeter{pids: map[string][]int{"tool": {os.Getpid()}}}
-	if pid, ok := findProcess("mariadbd", "mysqld"); ok {
-		m.pids["mariadb"] = []int{pid}
+	if serverPID != 0 {
+		m.pids["mariadb"] = []int{serverPID}
 	}
 	return m
 }
@@ -124,26 +127,33 @@ func processTicks(pid int) (int64, error) {
 	return utime + stime, errors.Join(err1, err2)
 }
 
-// findProcess returns the pid of a process with one of names as its
-// command, if any.
-func findProcess(names ...string) (int, bool) {
-	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, c := range comms {
-		b, err := os.ReadFile(c)
-		if err != nil {
-			continue
-		}
-		comm := strings.TrimSpace(string(b))
-		for _, n := range names {
-			if comm == n {
-				pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c)))
-				if err == nil {
-					return pid, true
-				}
-			}
-		}
+// serverPID is the pid of the MariaDB server admin is connected to, read
+// from the file it names in @@pid_file: not just any mariadbd on the
+// machine (with -galera, or with another engineer's test servers, there
+// are several, and the first one /proc lists is seldom 3306's). 0 if the
+// server is not on this machine or the file is not readable: then its CPU
+// is reported as other work.
+func serverPID(ctx context.Context, admin *sql.DB) int {
+	var file string
+	if err := admin.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&file); err != nil {
+		return 0
 	}
-	return 0, false
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !isServer(pid) {
+		return 0
+	}
+	return pid
+}
+
+// isServer says whether pid is a MariaDB (or MySQL) server process.
+func isServer(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	comm := strings.TrimSpace(string(b))
+	return err == nil && (comm == "mariadbd" || comm == "mysqld")
 }
 
 // waitQuiet waits, at most limit, until other work on the machine uses

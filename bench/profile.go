@@ -107,7 +107,7 @@ func (b *bench) profile(ctx context.Context) (*profileResult, error) {
 		return nil, err
 	}
 	defer child.stop()
-	meter := newCPUMeter()
+	meter := newCPUMeter(0)
 	meter.watch("service", child.cmd.Process.Pid)
 
 	alipayOps := func(order []int) func() (op, func(), error) { return notifyOps([]string{addr}, bodies, order) }
