@@ -275,6 +275,8 @@ const (
 	targetFirstP99   = 15 * time.Millisecond
 	targetDupP99     = 10 * time.Millisecond
 	targetWeChat     = 0.9
+	// targetGalera: first notices on the 3-node cluster against one server, both with 2 instances.
+	targetGalera = 0.6
 )
 
 // writeHeadline prints the short table BENCHMARKS.md starts with: each
@@ -326,6 +328,19 @@ func (r *report) writeHeadline(w io.Writer) {
 			q, v := ratio(wd, d, targetWeChat)
 			fmt.Fprintf(w, "| WeChat Pay duplicates | %s | Alipay's %s | %s | %s |\n", rps(wd), rps(d), q, v)
 		}
+	}
+	for _, k := range []struct{ name, kind string }{{"first notices", kindFirst}, {"duplicates", kindDuplicate}} {
+		cluster, ok1 := r.find(c, k.kind+galeraTag)
+		single, ok2 := r.find(c, k.kind+singleTag)
+		if !ok1 || !ok2 {
+			continue
+		}
+		target := "—"
+		if k.kind == kindFirst {
+			_, target = ratio(cluster, single, targetGalera)
+		}
+		fmt.Fprintf(w, "| Galera %s (3 nodes, 2 instances) | %s | one server, 2 instances: %s | %.2f× | %s |\n", k.name, rps(cluster), rps(single),
+			cluster.res.throughput()/single.res.throughput(), target)
 	}
 	if r.opt.comparePGO || len(r.opt.compare) > 0 || r.opt.apps > 0 {
 		for _, k := range []struct{ name, kind string }{{"first notices", kindFirst}, {"duplicates", kindDuplicate}} {
