@@ -46,7 +46,7 @@ func (r auditRecord) audit() model.Audit {
 func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 	rec := auditRecord{
 		ActionKey: a.Key, Operator: a.Operator, Action: string(a.Action), OrderID: a.OrderID,
-		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: model.Truncate(a.Before, 200), AfterState: model.Truncate(a.After, 200),
+		TargetKind: a.TargetKind, TargetID: a.TargetID, BeforeState: auditState(a.Before), AfterState: auditState(a.After),
 		Note: a.Note, CreateTime: time.Now().UTC(),
 	}
 	// Never cut: the note is the one the change keeps (model.MaxNote,
@@ -59,6 +59,19 @@ func (s *Store) insertAudit(ctx context.Context, a model.Audit) error {
 		return model.ErrAlreadyDone
 	}
 	return mapErr(err)
+}
+
+// MaxAuditState is how many characters of an action's before and after
+// states admin_audit keeps (its before_state and after_state columns).
+const MaxAuditState = 2000
+
+// auditState is state as admin_audit keeps it: whole, or its first
+// MaxAuditState characters ending in "…" to say it was cut.
+func auditState(state string) string {
+	if cut := model.TruncateChars(state, MaxAuditState); cut != state {
+		return model.TruncateChars(cut, MaxAuditState-1) + "…"
+	}
+	return state
 }
 
 // InsertAudit appends an operator action that writes no row of its own

@@ -3,7 +3,10 @@ package dao_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
@@ -110,4 +113,39 @@ func TestAuditGuardNeedsNoDrop(t *testing.T) {
 	if can, err := store.CanTruncateAudit(ctx); err != nil || !can {
 		t.Fatalf("CanTruncateAudit for root = %v, %v: serve would not warn", can, err)
 	}
+}
+
+// An action's states are kept whole up to dao.MaxAuditState characters
+// (a reload lists every app in force), and past it cut with a mark.
+func TestAuditKeepsLongStates(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		ctx := t.Context()
+		var apps []string
+		for i := range 12 {
+			apps = append(apps, fmt.Sprintf("alipay 2088000000000%03d/2021000000000%03d(商城 %d)", i, i, i))
+		}
+		whole := strings.Join(apps, ", ")
+		if n := utf8.RuneCountInString(whole); n <= 200 || n > dao.MaxAuditState {
+			t.Fatalf("%d characters: want more than the old 200 and at most %d", n, dao.MaxAuditState)
+		}
+		long := strings.Repeat("支", dao.MaxAuditState+10)
+		for key, a := range map[string]model.Audit{
+			"k-reload-twelve-apps": {Before: whole, After: whole + ", wechatpay 1900000109/wx00000000000000ab"},
+			"k-reload-past-limit":  {Before: "", After: long},
+		} {
+			a.Key, a.Operator, a.Action, a.TargetKind, a.TargetID = key, model.OperatorAdminAPI, model.AuditConfigReload, model.TargetConfig, "PROVIDERS_FILE"
+			if err := store.InsertAudit(ctx, a); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		}
+		got, err := store.AuditByKey(ctx, "k-reload-twelve-apps")
+		if err != nil || got.Before != whole || !strings.HasSuffix(got.After, "wx00000000000000ab") {
+			t.Errorf("twelve apps kept as %q / %q (%v), want both whole", got.Before, got.After, err)
+		}
+		got, err = store.AuditByKey(ctx, "k-reload-past-limit")
+		if err != nil || utf8.RuneCountInString(got.After) != dao.MaxAuditState || !strings.HasSuffix(got.After, "支…") {
+			t.Errorf("a state past the limit kept as %d characters ending %q (%v), want %d ending in …",
+				utf8.RuneCountInString(got.After), got.After[max(len(got.After)-9, 0):], err, dao.MaxAuditState)
+		}
+	})
 }
