@@ -72,11 +72,11 @@ func groupContext(group []*job) (context.Context, context.CancelFunc) {
 			dl = d
 		}
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
-	if !dl.IsZero() {
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(group[0].ctx), dl)
+	base := context.WithoutCancel(group[0].ctx)
+	if dl.IsZero() {
+		return context.WithCancel(base)
 	}
-	return ctx, cancel
+	return context.WithDeadline(base, dl)
 }
 
 // groupMembers are the jobs of group that may be applied together: each pays
