@@ -119,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.profileN, "profile-n", 10000, "measured requests per profiled workload (more requests, more samples)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases and the temporary directory (binary, service log)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each cell, wait up to this long for other work on the machine to stop (0: do not wait)")
-	fs.IntVar(&o.rounds, "rounds", 1, "run each level's cells this many times, in turn (naive, tuned, ceiling, service, …, then again), and report each cell's median round with every round's req/s beside it")
+	fs.IntVar(&o.rounds, "rounds", 1, "run each level's cells this many times, in turn (naive, tuned, ceiling, service, …, then again, every other round in reverse order), and report each cell's median round with every round's req/s beside it")
 	fs.IntVar(&o.retries, "retries", 2, "run a cell again, on fresh orders, at most this many times if other work on the machine disturbed it")
 	fs.Var(&o.extraEnv, "env", "`K=V` added to the service's environment (repeatable), e.g. -env NATS_URL=nats://127.0.0.1:4222")
 	fs.Var(&o.compare, "compare", "`K=V` (repeatable): also run -instances serve processes with this added to their environment, on the same database, and measure their first notices and duplicates in the same run, e.g. -compare NOTIFY_GROUP_APPLY=off")

@@ -36,3 +36,21 @@ func TestMedianRounds(t *testing.T) {
 		t.Errorf("median of 4000 and 4600: %d, want the lower", got[1].res.n)
 	}
 }
+
+// Odd rounds run the units backwards, each first-notice cell still before
+// the duplicates that resend its notices.
+func TestRoundOrder(t *testing.T) {
+	kinds := []string{kindNaive, kindTuned, kindCeiling, kindFirst, kindFirstPurge, kindDuplicate,
+		kindWeChatFirst, kindWeChatDuplicate, kindFirst + galeraTag, kindDuplicate + galeraTag}
+	if got := roundOrder(kinds, 0); !slices.Equal(got, kinds) {
+		t.Errorf("round 0: %q, want as given", got)
+	}
+	want := []string{kindFirst + galeraTag, kindDuplicate + galeraTag, kindWeChatFirst, kindWeChatDuplicate,
+		kindFirst, kindFirstPurge, kindDuplicate, kindCeiling, kindTuned, kindNaive}
+	if got := roundOrder(kinds, 1); !slices.Equal(got, want) {
+		t.Errorf("round 1: %q\nwant %q", got, want)
+	}
+	if got := roundOrder(kinds, 2); !slices.Equal(got, kinds) {
+		t.Errorf("round 2: %q, want as given", got)
+	}
+}
