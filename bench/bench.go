@@ -251,7 +251,11 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 
 	// -instances serve processes on the one service database, driven
 	// round-robin: as behind a load balancer.
-	meter := newCPUMeter(serverPID(ctx, b.admin))
+	pid := serverPID(ctx, b.admin)
+	if pid == 0 {
+		b.progress("MariaDB's process is not found from its @@pid_file: its CPU is reported as other work")
+	}
+	meter := newCPUMeter(pid)
 	var (
 		addrs, addrsB []string      // addrsB: the -compare processes
 		private       []*privateSet // -galera: the cluster's, and one server's
