@@ -32,6 +32,7 @@ func startGalera(t *testing.T, extra ...string) (*galeratest.Cluster, *twoInstan
 	ti := startTwoInstancesOn(t, [2]string{c.Nodes[0].DSN(db), c.Nodes[1].DSN(db)}, c.Nodes[2].DSN(db), extra...)
 	ti.conflicts = func(t *testing.T) int { return certConflicts(t, c) }
 	logOnFailure(t, ti)
+	c.LogOnFailure(t)
 	return c, ti
 }
 

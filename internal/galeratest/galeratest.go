@@ -84,6 +84,16 @@ func Shared(tb testing.TB) *Cluster {
 		}
 		shared.c = c
 	}
+	// Each test leaves every node synced; one that failed may not have:
+	// the next starts from a cluster whole again, or is told why not.
+	for _, nd := range shared.c.Nodes {
+		if nd.PID() == 0 {
+			continue
+		}
+		if err := nd.waitSynced(); err != nil {
+			tb.Fatalf("galeratest: the shared cluster's %s is not synced: %v\n%s", nd.Name, err, nd.Log())
+		}
+	}
 	return shared.c
 }
 
@@ -223,6 +233,7 @@ func (c *Cluster) Database(tb testing.TB) string {
 	if _, err := admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4"); err != nil {
 		tb.Fatalf("galeratest: create database: %v", err)
 	}
+	c.seenEverywhere(tb, "database "+name, "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name)
 	tb.Cleanup(func() {
 		if _, err := c.admin(tb).Exec("DROP DATABASE IF EXISTS " + name); err != nil {
 			tb.Errorf("galeratest: drop database %s: %v", name, err)
@@ -246,6 +257,7 @@ func (c *Cluster) User(tb testing.TB, db, grants string) string {
 			tb.Fatalf("galeratest: %s: %v", q, err)
 		}
 	}
+	c.seenEverywhere(tb, "the grant to "+name, "SELECT 1 FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ? LIMIT 1", "'"+name+"'@'%'")
 	tb.Cleanup(func() {
 		if _, err := c.admin(tb).Exec("DROP USER IF EXISTS '" + name + "'@'%'"); err != nil {
 			tb.Errorf("galeratest: drop user %s: %v", name, err)
@@ -265,6 +277,63 @@ func (c *Cluster) admin(tb testing.TB) *sql.DB {
 	}
 	tb.Fatalf("galeratest: no node of the cluster is synced")
 	return nil
+}
+
+// seenEverywhere waits until query (a causal read: wsrep_sync_wait) finds
+// a row on every running node. A DDL statement or a grant is applied on
+// the other nodes after its own commits, so a test that makes one on a
+// node and uses it on another at once can otherwise find it missing.
+func (c *Cluster) seenEverywhere(tb testing.TB, what, query string, args ...any) {
+	tb.Helper()
+	deadline := time.Now().Add(syncTimeout)
+	for _, nd := range c.Nodes {
+		if nd.PID() == 0 {
+			continue
+		}
+		for {
+			err := nd.found(query, args...)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("galeratest: %s not on %s after %v: %v\n%s", what, nd.Name, syncTimeout, err, nd.Log())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// found runs query as a causal read on the node and says whether it
+// found a row (nil) or why not.
+func (nd *Node) found(query string, args ...any) error {
+	db, err := sql.Open("mysql", nd.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		return err
+	}
+	var one int
+	return conn.QueryRowContext(ctx, query, args...).Scan(&one)
+}
+
+// LogOnFailure shows the tail of every node's error log when tb fails.
+func (c *Cluster) LogOnFailure(tb testing.TB) {
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for _, nd := range c.Nodes {
+				tb.Logf("galeratest: %s's error log, last lines:\n%s", nd.Name, nd.Log())
+			}
+		}
+	})
 }
 
 // Node is one mariadbd of the cluster.
