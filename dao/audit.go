@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/go-sql-driver/mysql"
@@ -68,10 +69,10 @@ const MaxAuditState = 2000
 // auditState is state as admin_audit keeps it: whole, or its first
 // MaxAuditState characters ending in "…" to say it was cut.
 func auditState(state string) string {
-	if cut := model.TruncateChars(state, MaxAuditState); cut != state {
-		return model.TruncateChars(cut, MaxAuditState-1) + "…"
+	if utf8.RuneCountInString(state) <= MaxAuditState {
+		return state
 	}
-	return state
+	return model.TruncateChars(state, MaxAuditState-1) + "…"
 }
 
 // InsertAudit appends an operator action that writes no row of its own
