@@ -162,7 +162,7 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "- per cell: %d measured requests after %d warm-up requests\n", r.opt.n, r.opt.warmup)
 	rounds := r.opt.rounds > 1
 	if rounds {
-		fmt.Fprintf(w, "- rounds: every cell of a level ran %d times, in turn; each row is the cell's median round (by req/s), its other columns from that round, every round's req/s in the last column\n", r.opt.rounds)
+		fmt.Fprintf(w, "- rounds: every cell of a level ran %d times, in turn (every other round in reverse order); each row is the cell's median round (by req/s), its other columns from that round, every round's req/s in the last column\n", r.opt.rounds)
 	}
 	fmt.Fprintln(w)
 
