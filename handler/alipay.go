@@ -16,7 +16,6 @@ import (
 
 	"paynotify/metrics"
 	"paynotify/model"
-	"paynotify/service"
 )
 
 // maxNotifyBody caps a notification body; a real one is a few KB.
@@ -37,9 +36,8 @@ type Verifier interface {
 
 // Alipay serves Alipay's asynchronous notifications.
 type Alipay struct {
+	intake
 	verifier Verifier
-	payments *service.Payments
-	refunds  *service.Refunds // nil: refunds are not handled here
 	metrics  *metrics.Metrics
 	timeout  time.Duration
 }
@@ -87,35 +85,7 @@ func (a *Alipay) notify(c *gin.Context) (string, error) {
 		return "", err
 	}
 	logAlso(c, slog.String("notify_id", n.ID), slog.String("trade_status", n.Status))
-	for _, d := range n.Dropped {
-		logger(c).Warn("notification field dropped", "field", d)
-	}
-	if n.Refund {
-		// Money going back is never a payment. The refund worker confirms
-		// it by query; the notice only hurries it.
-		if a.refunds != nil && n.RefundNo != "" {
-			if err := a.refunds.Notified(ctx, n.RefundNo); err != nil {
-				return "", err
-			}
-		}
-		logAlso(c, slog.String("outcome", "refund_notice"), slog.String("out_biz_no", n.RefundNo))
-		return "refund_notice", nil
-	}
-	if n.Payment.TradeNo == "" {
-		// WAIT_BUYER_PAY, TRADE_CLOSED: no money moved. Closes and refunds
-		// are confirmed by query, never taken from a notification alone.
-		logAlso(c, slog.String("outcome", "ignored"))
-		return "ignored", nil
-	}
-	p := n.Payment
-	pay, outcome, err := a.payments.Observe(ctx, p)
-	if err != nil {
-		return "", err
-	}
-	logAlso(c, slog.String("outcome", string(outcome)), slog.String("out_trade_no", p.OutTradeNo),
-		slog.String("trade_no", p.TradeNo), slog.String("amount", p.Amount.StringFixed(2)),
-		slog.String("state", string(pay.State)), slog.String("reason", string(pay.Reason)))
-	return string(outcome), nil
+	return a.take(ctx, c, model.ProviderAlipay, n)
 }
 
 // postForm is what (*http.Request).ParseForm puts in PostForm, refusing

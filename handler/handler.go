@@ -109,18 +109,19 @@ func New(d Deps) http.Handler {
 	r.NoRoute(noRoute)
 	r.NoMethod(noMethod)
 
+	in := intake{payments: d.Payments, refunds: d.Refunds}
 	if d.Verifier != nil { // nil: Alipay is not configured
-		a := &Alipay{verifier: d.Verifier, payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+		a := &Alipay{intake: in, verifier: d.Verifier, metrics: m, timeout: d.NotifyTimeout}
 		r.POST("/alipay/notify", a.Notify)
 	}
 	if d.WeChatPay != nil {
 		w := &notifyRoute{provider: model.ProviderWechatpay, notices: d.WeChatPay, answer: answerWeChatPay,
-			payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: min(d.NotifyTimeout, weChatDeadline)}
+			intake: in, metrics: m, timeout: min(d.NotifyTimeout, weChatDeadline)}
 		r.POST("/wechatpay/notify", w.Notify)
 	}
 	for p, nf := range d.Notifiers {
 		n := &notifyRoute{provider: p, notices: nf, answer: notifierAnswer(nf),
-			payments: d.Payments, refunds: d.Refunds, metrics: m, timeout: d.NotifyTimeout}
+			intake: in, metrics: m, timeout: d.NotifyTimeout}
 		r.POST("/notify/"+string(p), n.Notify)
 	}
 

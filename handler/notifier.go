@@ -11,7 +11,6 @@ import (
 
 	"paynotify/metrics"
 	"paynotify/model"
-	"paynotify/service"
 )
 
 // Notifier is the notification endpoint of a provider that has no route
@@ -41,11 +40,10 @@ type notifyRoute struct {
 	notices  notices
 	// answer writes the provider's answer: refused nil when the notice
 	// was taken, else its error's words, with the error table's status.
-	answer   func(c *gin.Context, status int, refused error)
-	payments *service.Payments
-	refunds  *service.Refunds // nil: refunds are not handled here
-	metrics  *metrics.Metrics
-	timeout  time.Duration
+	answer func(c *gin.Context, status int, refused error)
+	intake
+	metrics *metrics.Metrics
+	timeout time.Duration
 }
 
 // Notify handles one notification and answers it.
@@ -67,8 +65,6 @@ func (n *notifyRoute) Notify(c *gin.Context) {
 		row := notifyRefused(c, n.provider, err)
 		// A sentinel's words only: never internal text.
 		outcome, status, refused = row.outcome, row.status, errors.New(row.words())
-	} else {
-		logAlso(c, slog.String("outcome", outcome))
 	}
 	c.Abort()
 	n.answer(c, status, refused)
@@ -88,34 +84,7 @@ func (n *notifyRoute) notify(c *gin.Context) (string, error) {
 		return "", err
 	}
 	logAlso(c, slog.String("provider", string(n.provider)), slog.String("notify_id", notice.ID))
-	for _, d := range notice.Dropped {
-		logger(c).Warn("notification field dropped", "field", d)
-	}
-	if notice.Refund || notice.RefundNo != "" {
-		// Money going back is never a payment: the notice only hurries
-		// the refund worker, which confirms by query.
-		if n.refunds != nil && notice.RefundNo != "" {
-			if err := n.refunds.Notified(ctx, notice.RefundNo); err != nil {
-				return "", err
-			}
-		}
-		logAlso(c, slog.String("out_refund_no", notice.RefundNo))
-		return "refund_notice", nil
-	}
-	if notice.Payment.TradeNo == "" {
-		return "ignored", nil // no money moved
-	}
-	p := notice.Payment
-	if p.Provider != n.provider {
-		return "", errors.New("a notice of " + string(n.provider) + " observed as " + string(p.Provider) + "'s")
-	}
-	pay, outcome, err := n.payments.Observe(ctx, p)
-	if err != nil {
-		return "", err
-	}
-	logAlso(c, slog.String("out_trade_no", p.OutTradeNo), slog.String("trade_no", p.TradeNo),
-		slog.String("amount", p.Amount.StringFixed(2)), slog.String("state", string(pay.State)), slog.String("reason", string(pay.Reason)))
-	return string(outcome), nil
+	return n.take(ctx, c, n.provider, notice)
 }
 
 // notifierAnswer is nf's answer as a route writes it.
