@@ -188,28 +188,31 @@ func (a *applier) apply(self *job, group []*job) (verdicts []verdict) {
 func (a *applier) handOff() {
 	now := time.Now()
 	a.mu.Lock()
-	var group []*job
-	bytes, taken := 0, 0
+	var group, alone []*job
+	bytes := 0
 	for _, j := range a.queue {
 		if len(group) == a.limits.maxGroup || bytes+j.cost() > a.limits.maxBytes && len(group) > 0 {
 			break
 		}
-		taken++
 		if a.short(j.ctx, now) {
-			a.p.fellBack(FallbackNearDeadline)
-			j.done <- verdict{alone: true}
+			alone = append(alone, j)
 			continue
 		}
 		group = append(group, j)
 		bytes += j.cost()
 	}
-	a.queue = slices.Delete(a.queue, 0, taken)
-	if len(group) == 0 && len(a.queue) == 0 {
-		a.busy = false
-		a.mu.Unlock()
+	a.queue = slices.Delete(a.queue, 0, len(group)+len(alone))
+	idle := len(group) == 0 && len(a.queue) == 0
+	a.busy = !idle
+	a.mu.Unlock()
+	// Told outside the lock: neither the answer nor the metric waits on it.
+	for _, j := range alone {
+		a.p.fellBack(FallbackNearDeadline)
+		j.done <- verdict{alone: true}
+	}
+	if idle {
 		return
 	}
-	a.mu.Unlock()
 	if len(group) == 0 {
 		// Everything taken ran alone; more waits behind it.
 		a.handOff()
