@@ -80,8 +80,7 @@ func (g *groupClient) run(ctx context.Context, self *groupJob, group []*groupJob
 }
 
 // The group's statements, as the service renders them for MySQL
-// (service/group_test.go's TestGroupApplySQL pins the service's; keep
-// these in step: the payment's account and app were once left out here).
+// (TestCeilingSendsTheServiceStatements holds them to the service's).
 const (
 	ceilLookup    = "SELECT 'p' AS src, trade_no AS k, order_id, out_trade_no, amount, state, reason, notify_id, paid_at, 0 AS attempt_id, 0 AS attempt_no, provider, account, app FROM oms_order_payment WHERE provider = ? AND trade_no IN %s UNION ALL SELECT 'a', out_trade_no, order_id, out_trade_no, amount, state, '', '', NULL, id, attempt_no, provider, account, app FROM oms_pay_attempt WHERE out_trade_no IN %s UNION ALL SELECT 'o', order_sn, id, order_sn, pay_amount, '', '', '', NULL, 0, 0, '', '', '' FROM oms_order WHERE order_sn IN %s"
 	ceilLock      = "SELECT `id`,`order_sn`,`member_id`,`pay_amount`,`status`,`pay_type`,`payment_time`,`total_amount`,`coupon_id`,`coupon_amount`,`integration`,`integration_amount`,`stock_reservation`,`create_time`,`modify_time` FROM `oms_order` WHERE id IN %s ORDER BY id FOR UPDATE"
@@ -96,6 +95,21 @@ func rows(r, n int) string {
 	return strings.TrimSuffix(strings.Repeat(marks(n)+",", r), ",")
 }
 
+// ceilingSQL is the group's statements for n members, as groupTx sends
+// them.
+type ceilingSQL struct{ lookup, lock, insertPay, payOrders, insertOut string }
+
+func ceilingStatements(n int) ceilingSQL {
+	when := "CASE id" + strings.Repeat(" WHEN ? THEN ?", n) + " END"
+	return ceilingSQL{
+		lookup:    fmt.Sprintf(ceilLookup, marks(n), marks(n), marks(n)),
+		lock:      fmt.Sprintf(ceilLock, marks(n)),
+		insertPay: fmt.Sprintf(ceilInsertPay, rows(n, 13)),
+		payOrders: fmt.Sprintf(ceilPayOrders, when, marks(n)),
+		insertOut: fmt.Sprintf(ceilInsertOut, rows(n, 10)),
+	}
+}
+
 // groupTx is one group, statement for statement the service's: the
 // lookup of the trades (payments, attempts and orders in one), then
 // BEGIN, lock the orders in id order, insert the payments APPLIED, pay
@@ -103,7 +117,8 @@ func rows(r, n int) string {
 // stock reservation, so, as in the service's run, no SKU statement.
 func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 	n := len(group)
-	args := make([]any, 0, 11*n)
+	stmt := ceilingStatements(n)
+	args := make([]any, 0, 13*n)
 	args = append(args, baseProvider)
 	for _, j := range group {
 		args = append(args, j.o.tradeNo)
@@ -113,7 +128,7 @@ func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 			args = append(args, j.o.sn)
 		}
 	}
-	ids, found, err := lookUp(ctx, db, fmt.Sprintf(ceilLookup, marks(n), marks(n), marks(n)), args...)
+	ids, found, err := lookUp(ctx, db, stmt.lookup, args...)
 	if err != nil {
 		return fmt.Errorf("look up trades: %w", err)
 	}
@@ -137,7 +152,7 @@ func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 	for _, j := range group {
 		idArgs = append(idArgs, ids[j.o.sn])
 	}
-	locked, err := countRows(ctx, tx, fmt.Sprintf(ceilLock, marks(n)), idArgs...)
+	locked, err := countRows(ctx, tx, stmt.lock, idArgs...)
 	if err != nil || locked != n {
 		return fmt.Errorf("lock orders: %d of %d, %v", locked, n, err)
 	}
@@ -148,21 +163,17 @@ func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 		args = append(args, benchSellerID, j.o.amount, benchAppID, now, fmt.Sprintf(baseNotifyFmt, j.seq), ids[j.o.sn], j.o.sn, paidAt,
 			baseProvider, "", "APPLIED", j.o.tradeNo, now)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(ceilInsertPay, rows(n, 13)), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, stmt.insertPay, args...); err != nil {
 		return fmt.Errorf("insert payments: %w", err)
 	}
-	var when strings.Builder
-	when.WriteString("CASE id")
 	args = append(args[:0], now, 1)
 	for _, j := range group {
-		when.WriteString(" WHEN ? THEN ?")
 		args = append(args, ids[j.o.sn], paidAt)
 	}
-	when.WriteString(" END")
 	args = append(args, 1)
 	args = append(args, idArgs...)
 	args = append(args, 0)
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(ceilPayOrders, when.String(), marks(n)), args...)
+	res, err := tx.ExecContext(ctx, stmt.payOrders, args...)
 	if err != nil {
 		return fmt.Errorf("pay orders: %w", err)
 	}
@@ -178,7 +189,7 @@ func groupTx(ctx context.Context, db *sql.DB, group []*groupJob) (err error) {
 		}
 		args = append(args, "ceiling-"+j.o.tradeNo, ids[j.o.sn], "order.paid", string(payload), "PENDING", 0, now, "", now, nil)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(ceilInsertOut, rows(n, 10)), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, stmt.insertOut, args...); err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}
 	return tx.Commit()
