@@ -1,6 +1,7 @@
 package alipay
 
 import (
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"os"
@@ -33,12 +34,18 @@ func FromConfig(c config.Config, devKeys []string) (Config, error) {
 
 	errs = append(errs, readKeys(c, &ac)...)
 
-	for _, dev := range devKeys {
-		if sameKey(dev, ac.AppPrivateKey) {
-			errs = append(errs, errors.New("ALIPAY_APP_PRIVATE_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+	for _, k := range []struct{ name, key string }{
+		{"ALIPAY_APP_PRIVATE_KEY", ac.AppPrivateKey},
+		{"ALIPAY_PUBLIC_KEY", ac.AlipayPublicKey},
+		{"ALIPAY_PUBLIC_CERT_FILE", ac.AlipayPublicCert},
+	} {
+		if isDevKey(k.key, devKeys) {
+			errs = append(errs, fmt.Errorf("%s is a development key from testdata/: use it with `paynotify dev` only", k.name))
 		}
-		if sameKey(dev, ac.AlipayPublicKey) {
-			errs = append(errs, errors.New("ALIPAY_PUBLIC_KEY is a development key from testdata/: use it with `paynotify dev` only"))
+	}
+	for _, cert := range ac.OtherAlipayPublicCerts {
+		if isDevKey(cert, devKeys) {
+			errs = append(errs, errors.New("ALIPAY_PUBLIC_CERT_FILE names a certificate of a development key from testdata/: use it with `paynotify dev` only"))
 		}
 	}
 	if len(errs) > 0 {
@@ -139,24 +146,41 @@ func first(paths []string) string {
 	return paths[0]
 }
 
-// sameKey compares two keys whatever their armour: PEM or bare base64.
-func sameKey(a, b string) bool {
-	if a == "" || b == "" {
+// isDevKey reports whether s holds the key of one of devKeys, whatever
+// either's armour (PEM, bare base64, escaped newlines) or form (a
+// private key, PKCS#1 or PKCS#8; a public key; a certificate): their
+// public halves are compared, not their text.
+func isDevKey(s string, devKeys []string) bool {
+	key := publicKeyOf(s)
+	if key == nil {
 		return false
 	}
-	return keyBody(a) == keyBody(b)
+	for _, dev := range devKeys {
+		if k := publicKeyOf(dev); k != nil && k.Equal(key) {
+			return true
+		}
+	}
+	return false
 }
 
-func keyBody(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "-----") {
-			continue
-		}
-		b.WriteString(line)
+// publicKeyOf is the RSA public key in s, a private key, a public key or
+// a certificate (its first), or nil.
+func publicKeyOf(s string) *rsa.PublicKey {
+	if s == "" {
+		return nil
 	}
-	return b.String()
+	if k, err := parsePrivateKey(s); err == nil {
+		return &k.PublicKey
+	}
+	if k, err := parsePublicKey(s); err == nil {
+		return k
+	}
+	if certs, err := parseCerts(s); err == nil {
+		if k, ok := certs[0].PublicKey.(*rsa.PublicKey); ok {
+			return k
+		}
+	}
+	return nil
 }
 
 // fromFile is FromConfig for PROVIDERS_FILE's first seller's first app.
