@@ -190,7 +190,8 @@ func (s *Server) billLines(day time.Time) []bill.Line {
 		}
 		lines = append(lines, bill.Line{
 			BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: t.TransactionID, OutTradeNo: t.OutTradeNo,
-				Amount: money(total), Received: money(total), Fee: decimal.New(-total*feeRate, -5), FinishedAt: t.Paid.UTC()},
+				Amount: money(total), Received: money(total), Fee: decimal.New(-total*feeRate, -5), FinishedAt: t.Paid.UTC(),
+				App: t.AppID}, // "" is the merchant's own appid (the header's)
 			Subject: t.Description,
 		})
 	}
@@ -201,7 +202,7 @@ func (s *Server) billLines(day time.Time) []bill.Line {
 		lines = append(lines, bill.Line{
 			BillEntry: model.BillEntry{Kind: model.BillRefund, TradeNo: r.TransactionID, OutTradeNo: r.OutTradeNo,
 				OutRequestNo: r.OutRefundNo, Amount: money(-r.Refund), Received: money(-r.Refund),
-				Fee: decimal.New(r.Refund*feeRate, -5), FinishedAt: r.Settled.UTC()},
+				Fee: decimal.New(r.Refund*feeRate, -5), FinishedAt: r.Settled.UTC(), App: s.byOut[r.OutTradeNo].AppID},
 			RefundID: r.RefundID, OrderAmount: money(r.Total), Subject: s.byOut[r.OutTradeNo].Description,
 		})
 	}

@@ -57,6 +57,10 @@ type BillEntry struct {
 	Fee decimal.Decimal
 	// FinishedAt is when the provider completed it, in UTC.
 	FinishedAt time.Time
+	// App is the app the line names (WeChat Pay's 公众账号ID); empty when
+	// the bill names none (Alipay's covers the seller account, with no
+	// app column).
+	App string
 }
 
 // Check refuses a bill line the ledger could not take as it stands, with

@@ -38,8 +38,11 @@ type BillReconciler struct {
 	// account). A bill covers one account, and '' is a row written before
 	// the ledger knew accounts: the provider's first (see AppSet).
 	Accounts []string
-	log      *slog.Logger
-	owner    string
+	// apps are the provider's apps, to know a bill line's app by (nil:
+	// a bare adapter's bill, whose lines' apps are not taken).
+	apps  *AppSet
+	log   *slog.Logger
+	owner string
 	// Batch is how many bill lines are matched per round trip, and
 	// Workers how many batches at once.
 	Batch, Workers int

@@ -38,7 +38,7 @@ func NewReconcilers(store *dao.Store, ps Providers, payments *Payments, log *slo
 				continue // the account's first app fetches its bill
 			}
 			r := NewBillReconciler(store, accountBills{set: set, account: a.Account}, payments, log)
-			r.Provider, r.Account, r.Accounts = p, a.Account, []string{a.Account}
+			r.Provider, r.Account, r.Accounts, r.apps = p, a.Account, []string{a.Account}, set
 			if len(rs[p]) == 0 {
 				r.Accounts = []string{"", a.Account}
 			}

@@ -228,11 +228,12 @@ func amountPtr(d decimal.Decimal) *decimal.Decimal { return &d }
 // when nothing could be recorded.
 func (m *matcher) repair(ctx context.Context, e model.BillEntry) (model.ReconItem, *model.Payment, error) {
 	at := e.FinishedAt
-	// The bill names the account, not the app: the repaired payment is
-	// recorded in the app of the attempt its out_trade_no names (see
+	// The repaired payment is recorded in the app the line names (WeChat
+	// Pay's 公众账号ID) when it is one of the account's; a bill that names
+	// none (Alipay's) leaves it to the attempt its out_trade_no names (see
 	// Payments.attributed), else the account's first app.
-	n := model.Observation{Provider: m.r.Provider, Account: m.r.Account, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, Amount: e.Amount,
-		PaidAt: &at, Ref: model.BillRef(m.date)}
+	n := model.Observation{Provider: m.r.Provider, Account: m.r.Account, App: m.r.billApp(e), TradeNo: e.TradeNo,
+		OutTradeNo: e.OutTradeNo, Amount: e.Amount, PaidAt: &at, Ref: model.BillRef(m.date)}
 	it := model.ReconItem{Ref: e.TradeNo, TradeNo: e.TradeNo, OutTradeNo: e.OutTradeNo, BillAmount: amountPtr(e.Amount)}
 	pay, outcome, err := m.r.payments.Observe(ctx, n)
 	switch {
@@ -352,4 +353,20 @@ func (m *matcher) unknownRefund(ctx context.Context, e model.BillEntry, pays map
 	it.LedgerAmount = amountPtr(amount)
 	it.Detail = "a refund we never asked for (merchant console); recorded against its payment"
 	return it, nil
+}
+
+// billApp is the app bill line e names when it is one of the account's
+// apps, else "": the payment then takes its attempt's app, or the
+// account's first (Payments.attributed). An app the account does not
+// have is logged: its trades could be asked of no app of ours.
+func (r *BillReconciler) billApp(e model.BillEntry) string {
+	if e.App == "" || r.apps == nil {
+		return ""
+	}
+	if _, err := r.apps.App(r.Account, e.App); err != nil {
+		r.log.Warn("a bill line names an app the account does not have: recorded in its attempt's app, else the account's first",
+			"provider", r.Provider, "account", r.Account, "app", model.Clip(e.App), "trade_no", e.TradeNo)
+		return ""
+	}
+	return e.App
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
@@ -20,6 +21,7 @@ import (
 	"paynotify/model"
 	"paynotify/service"
 	"paynotify/wechatpay"
+	wxbill "paynotify/wechatpay/bill"
 )
 
 // The appids of wechatAppsRig's merchant: an official account, a mini
@@ -152,6 +154,83 @@ func TestWeChatPayAppsEachApplied(t *testing.T) {
 		}
 		if pays := mustPayments(t, store, o.ID); len(pays) != 0 {
 			t.Fatalf("an unknown appid's notice wrote %+v", pays)
+		}
+	})
+}
+
+// A payment only the bill knows — its notification lost, and no attempt
+// of ours naming its out_trade_no — is recorded in the app the bill's
+// 公众账号ID names, not the merchant's first app: the mini program's
+// trade of an order paid by its order number is repaired APPLIED in the
+// mini program, and its trade for no order of ours UNMATCHED there too.
+func TestWeChatPayBillRepairsInTheBillsApp(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		wx, err := fakewechatpay.New(fakewechatpay.Config{
+			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
+			PrivateKey: devkey.Read(t, "wechatpay_private_key.pem"), PublicKeyID: wxPublicKeyID, Sign: fakewechatpay.SignPublicKey,
+			MerchantPublicKey: devkey.Read(t, "wechatpay_merchant_public_key.pem"), MerchantSerial: wxMerchantSerial,
+			NotifyURL: "http://127.0.0.1:9/lost",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wx.LoseNotifications(true)
+		gw := httptest.NewServer(wx.Handler())
+		t.Cleanup(gw.Close)
+		t.Cleanup(wx.Close)
+		client, err := wechatpay.New(wechatpay.Config{
+			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
+			MerchantPrivateKey: devkey.Read(t, "wechatpay_merchant_private_key.pem"), MerchantSerial: wxMerchantSerial,
+			PublicKey: devkey.Read(t, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID, Gateway: gw.URL,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := wechatpay.NewProvider(client, "http://127.0.0.1:9/lost")
+		set := service.NewAppSet(
+			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxOfficial, Adapter: p},
+			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxMini, Adapter: p.ForApp(wxMini)},
+			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxMobile, Adapter: p.ForApp(wxMobile)},
+		)
+		payments := service.NewPayments(store)
+
+		sn, stray := newSN("WXBILL"), newSN("WXSTRAY")
+		o := mustOrder(t, store, sn, "7.00")
+		for _, no := range []string{sn, stray} {
+			if _, err := p.ForApp(wxMini).StartPayment(ctx, model.PayStart{OutTradeNo: no, Subject: "bill", Amount: decimal.RequireFromString("7.00"),
+				Method: model.PayJSAPI, ExpireAt: time.Now().Add(time.Hour), Payer: model.Payer{OpenID: "oMINI"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := wx.Pay(ctx, no); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// A line of an appid the merchant does not have here: recorded in
+		// its first app, never in an app no query or refund could reach.
+		foreign := newSN("WXFOREIGN")
+		now := time.Now().UTC().Truncate(time.Second)
+		wx.AddToBill(wxbill.Line{BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: "4200002026120800000000000042",
+			OutTradeNo: foreign, Amount: decimal.RequireFromString("1.00"), Received: decimal.RequireFromString("1.00"),
+			Fee: decimal.RequireFromString("-0.00600"), FinishedAt: now, App: "wx0000000000000089"}})
+
+		rec := service.NewReconcilers(store, service.Providers{model.ProviderWechatpay: set}, payments, quietLog)[model.ProviderWechatpay][0]
+		rec.SetClock(func() time.Time { return time.Now().Add(24 * time.Hour) })
+		run, err := rec.Run(ctx, time.Now().In(model.Beijing).Format(time.DateOnly))
+		if err != nil || run.Counts[model.ReconRepaired] != 1 || run.Counts[model.ReconUnmatched] != 2 {
+			t.Fatalf("run %+v, %v: want one repaired, two unmatched", run, err)
+		}
+		if pays := mustPayments(t, store, o.ID); len(pays) != 1 || pays[0].State != model.PaymentApplied || pays[0].App != wxMini {
+			t.Fatalf("order %s payments %+v, want one APPLIED in the mini program", sn, pays)
+		}
+		tr, _ := wx.Trade(stray)
+		if pay, err := store.Payment(ctx, model.ProviderWechatpay, tr.TransactionID); err != nil || pay.State != model.PaymentUnmatched ||
+			pay.App != wxMini || pay.Account != wxMchID {
+			t.Fatalf("the stray trade's payment %+v, %v: want UNMATCHED in %s/%s", pay, err, wxMchID, wxMini)
+		}
+		if pay, err := store.Payment(ctx, model.ProviderWechatpay, "4200002026120800000000000042"); err != nil ||
+			pay.State != model.PaymentUnmatched || pay.App != "" || pay.Account != wxMchID {
+			t.Fatalf("the foreign app's payment %+v, %v: want UNMATCHED in %s's first app", pay, err, wxMchID)
 		}
 	})
 }

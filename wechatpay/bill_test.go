@@ -55,11 +55,11 @@ func TestTradeBill(t *testing.T) {
 	refund, _ := e.fake.Refund("CONSOLE-1")
 	want := []model.BillEntry{
 		{Kind: model.BillPayment, TradeNo: paid.TransactionID, OutTradeNo: "DEMO-7001", Amount: d("100.00"), Received: d("100.00"),
-			Fee: d("-0.6"), FinishedAt: paid.Paid.Truncate(time.Second).UTC()},
+			Fee: d("-0.6"), FinishedAt: paid.Paid.Truncate(time.Second).UTC(), App: appID},
 		{Kind: model.BillPayment, TradeNo: other.TransactionID, OutTradeNo: "DEMO-7002", Amount: d("2.50"), Received: d("2.50"),
-			Fee: d("-0.015"), FinishedAt: other.Paid.Truncate(time.Second).UTC()},
+			Fee: d("-0.015"), FinishedAt: other.Paid.Truncate(time.Second).UTC(), App: appID},
 		{Kind: model.BillRefund, TradeNo: paid.TransactionID, OutTradeNo: "DEMO-7001", OutRequestNo: "CONSOLE-1", Amount: d("-30.00"),
-			Received: d("-30.00"), Fee: d("0.18"), FinishedAt: refund.Settled.Truncate(time.Second).UTC()},
+			Received: d("-30.00"), Fee: d("0.18"), FinishedAt: refund.Settled.Truncate(time.Second).UTC(), App: appID},
 	}
 	if diff := cmp.Diff(want, billEntries(t, b), decimalEqual); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)

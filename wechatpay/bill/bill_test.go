@@ -43,11 +43,13 @@ var decimalEqual = cmp.Comparer(func(a, b decimal.Decimal) bool { return a.Equal
 
 func TestOpenGood(t *testing.T) {
 	sampleTotals := model.BillTotals{Payments: 3, PaymentReceived: d("188.01"), Refunds: 1, RefundReceived: d("-30.00"), Fees: d("-0.948")}
-	var payments []bill.Line
+	var payments, noApp []bill.Line
 	for _, l := range sample {
 		if l.Kind == model.BillPayment {
 			payments = append(payments, l)
 		}
+		l.App = "" // reordered.csv.gz has no 公众账号ID column
+		noApp = append(noApp, l)
 	}
 	for _, c := range []struct {
 		file    string
@@ -57,7 +59,7 @@ func TestOpenGood(t *testing.T) {
 	}{
 		{"today.csv.gz", sample, sampleTotals, bill.Summary{Rows: 4, Settlement: d("188.01"), Refund: d("30.00"),
 			Fee: d("0.948"), Order: d("288.01"), RefundAsked: d("30.00")}},
-		{"reordered.csv.gz", sample, sampleTotals, bill.Summary{Rows: 4, Settlement: d("188.01"), Refund: d("30.00"),
+		{"reordered.csv.gz", noApp, sampleTotals, bill.Summary{Rows: 4, Settlement: d("188.01"), Refund: d("30.00"),
 			Fee: d("0.948"), Order: d("288.01"), RefundAsked: d("30.00")}},
 		{"old.csv.gz", payments, model.BillTotals{Payments: 3, PaymentReceived: d("188.01"), Fees: d("-1.128")},
 			bill.Summary{Rows: 3, Settlement: d("188.01"), Fee: d("1.128"), Order: d("188.01")}},
@@ -91,9 +93,9 @@ func TestOpenRealLayout(t *testing.T) {
 	pay, ref := at("15:35:18"), at("16:59:46")
 	want := []model.BillEntry{
 		{Kind: model.BillPayment, TradeNo: "4200000910202611282955148400", OutTradeNo: "S20261130153505214586",
-			Amount: d("9.90"), Received: d("9.90"), Fee: d("-0.0594"), FinishedAt: pay},
+			Amount: d("9.90"), Received: d("9.90"), Fee: d("-0.0594"), FinishedAt: pay, App: "wx81be3101902f7cb2"},
 		{Kind: model.BillRefund, TradeNo: "4200000910202611282955148400", OutTradeNo: "S20261130153505214586", OutRequestNo: "RF-1",
-			Amount: d("-9.90"), Received: d("-9.90"), Fee: d("0.0594"), FinishedAt: ref},
+			Amount: d("-9.90"), Received: d("-9.90"), Fee: d("0.0594"), FinishedAt: ref, App: "wx81be3101902f7cb2"},
 	}
 	if diff := cmp.Diff(want, entries(t, f), decimalEqual); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
@@ -221,6 +223,8 @@ func TestScanLines(t *testing.T) {
 		{"EmptyTradeNo", head + row(cells{bill.ColTradeNo: ""}) + goodSum, "微信订单号 is empty", 0},
 		{"RefundWithoutNumber", head + good + row(with(refund, cells{bill.ColOutRefundNo: "0"})) + goodSum, "商户退款单号 is empty", 0},
 		{"NonASCIITradeNo", head + row(cells{bill.ColOutTradeNo: "订单1"}) + goodSum, "商户订单号 is not an ASCII identifier", 0},
+		{"NonASCIIAppID", head + row(cells{bill.ColAppID: "小程序"}) + goodSum, "公众账号ID is not an ASCII identifier", 0},
+		{"EmptyAppID", head + row(cells{bill.ColAppID: ""}) + goodSum, "", 1},
 		{"OneMerchant", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900000001"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), "", 2},
 		{"TwoMerchants", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900009999"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), `商户号 "1900009999", the rows before it "1900000001"`, 0},
 		{"RowAfterSummary", head + good + goodSum + good, "a line after the summary", 0},

@@ -39,14 +39,14 @@ func at(hms string) time.Time {
 // holds a comma, which WeChat Pay writes unquoted.
 var sample = []bill.Line{
 	{BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: "4200002026113000000000000001", OutTradeNo: "SN-1",
-		Amount: d("100.00"), Received: d("100.00"), Fee: d("-0.60000"), FinishedAt: at("10:00:05")}, Subject: "商品一"},
+		Amount: d("100.00"), Received: d("100.00"), Fee: d("-0.60000"), FinishedAt: at("10:00:05"), App: appID}, Subject: "商品一"},
 	{BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: "4200002026113000000000000002", OutTradeNo: "SN-2-2",
-		Amount: d("0.01"), Received: d("0.01"), Fee: d("0"), FinishedAt: at("23:59:59")}, Subject: "测试"},
+		Amount: d("0.01"), Received: d("0.01"), Fee: d("0"), FinishedAt: at("23:59:59"), App: appID}, Subject: "测试"},
 	{BillEntry: model.BillEntry{Kind: model.BillRefund, TradeNo: "4200002026113000000000000001", OutTradeNo: "SN-1",
-		OutRequestNo: "AS-1-abc", Amount: d("-30.00"), Received: d("-30.00"), Fee: d("0.18000"), FinishedAt: at("12:00:00")},
+		OutRequestNo: "AS-1-abc", Amount: d("-30.00"), Received: d("-30.00"), Fee: d("0.18000"), FinishedAt: at("12:00:00"), App: appID},
 		Subject: "商品一", RefundID: "50300000002026113000000000001", OrderAmount: d("100.00")},
 	{BillEntry: model.BillEntry{Kind: model.BillPayment, TradeNo: "4200002026113000000000000003", OutTradeNo: "SN-3",
-		Amount: d("88.00"), Received: d("88.00"), Fee: d("-0.52800"), FinishedAt: at("08:30:00")}, Subject: `套餐"A",B`},
+		Amount: d("88.00"), Received: d("88.00"), Fee: d("-0.52800"), FinishedAt: at("08:30:00"), App: appID}, Subject: `套餐"A",B`},
 }
 
 // oldColumns is the header of a bill of 2019, before refunds had columns

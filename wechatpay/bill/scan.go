@@ -86,8 +86,8 @@ type scanner struct {
 	ncols int
 	// at are the positions of the columns read, noCol where absent.
 	at struct {
-		time, tradeNo, outTradeNo, state, outRefundNo, refundStatus, mchID int
-		sums                                                               [nSums]int
+		time, tradeNo, outTradeNo, state, outRefundNo, refundStatus, mchID, appID int
+		sums                                                                      [nSums]int
 	}
 	cells   [][]byte
 	sumCols []string
@@ -225,7 +225,7 @@ func (s *scanner) readHeader(text string) error {
 	}
 	s.at.time, s.at.tradeNo, s.at.outTradeNo = find(ColTime), find(ColTradeNo), find(ColOutTradeNo)
 	s.at.state, s.at.outRefundNo, s.at.refundStatus = find(ColState), find(ColOutRefundNo), find(ColRefundStatus)
-	s.at.mchID = find(ColMchID)
+	s.at.mchID, s.at.appID = find(ColMchID), find(ColAppID)
 	for i, c := range summed {
 		s.at.sums[i] = find(c.col)
 	}
@@ -301,9 +301,9 @@ func (s *scanner) readSummary(raw []byte) error {
 // line is a row as read: its cells, amounts as integers. An entry is made
 // of it only when someone asks for entries.
 type line struct {
-	kind                             model.BillKind
-	tradeNo, outTradeNo, outRefundNo []byte
-	at                               time.Time
+	kind                                  model.BillKind
+	tradeNo, outTradeNo, outRefundNo, app []byte
+	at                                    time.Time
 	// amount and received are in fen, fee in units of 0.00001 yuan, each
 	// signed as model.BillEntry signs it.
 	amount, received, fee int64
@@ -312,7 +312,7 @@ type line struct {
 func (l line) entry(n int) model.BillEntry {
 	e := model.BillEntry{Line: n, Kind: l.kind, TradeNo: string(l.tradeNo), OutTradeNo: string(l.outTradeNo),
 		Amount: decimal.New(l.amount, -amountDecimals), Received: decimal.New(l.received, -amountDecimals),
-		Fee: decimal.New(l.fee, -feeDecimals), FinishedAt: l.at}
+		Fee: decimal.New(l.fee, -feeDecimals), FinishedAt: l.at, App: string(l.app)}
 	if l.kind == model.BillRefund {
 		e.OutRequestNo = string(l.outRefundNo)
 	}
@@ -381,6 +381,15 @@ func (s *scanner) row(raw []byte) (line, bool, error) {
 	}
 	if l.outTradeNo, err = s.ident(ColOutTradeNo, trim(cells[s.at.outTradeNo])); err != nil {
 		return l, false, err
+	}
+	if s.at.appID != noCol {
+		// The app that took the payment (one mchid binds several); a row
+		// may leave it empty.
+		if app := trim(cells[s.at.appID]); len(app) > 0 {
+			if l.app, err = s.ident(ColAppID, app); err != nil {
+				return l, false, err
+			}
+		}
 	}
 	at := trim(cells[s.at.time])
 	var ok bool

@@ -107,6 +107,9 @@ func (w *Writer) cell(col string, l Line, v values) string {
 	case ColTime:
 		return l.FinishedAt.In(model.Beijing).Format("2006-01-02 15:04:05")
 	case ColAppID:
+		if l.App != "" {
+			return l.App
+		}
 		return w.h.AppID
 	case ColMchID:
 		return w.h.MchID
