@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -160,7 +161,16 @@ func (w *Webhooks) Rotate(c *gin.Context) {
 	if !ok {
 		return
 	}
-	e, secret, err := w.hooks.Rotate(c.Request.Context(), id)
+	rotate := w.hooks.Rotate
+	switch c.Query("immediate") {
+	case "", "false":
+	case "true":
+		rotate = w.hooks.RotateImmediately
+	default:
+		apiError(c, fmt.Errorf("%w: immediate must be true or false", model.ErrInvalidRequest))
+		return
+	}
+	e, secret, err := rotate(c.Request.Context(), id)
 	if err != nil {
 		apiError(c, err)
 		return

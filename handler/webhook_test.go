@@ -118,9 +118,29 @@ func TestWebhookRoutes(t *testing.T) {
 	if status != 200 || v["enabled"] != false || v["event_types"].([]any)[0] != "*" {
 		t.Errorf("patch: %d %v", status, v)
 	}
+	status, v = hooksCall(t, srv, "POST", id+"/test", "")
+	if status != 409 || errCode(v) != "not_actionable" {
+		t.Errorf("test a disabled endpoint: %d %v, want 409 not_actionable", status, v)
+	}
+	status, v = hooksCall(t, srv, "PATCH", id, `{"enabled":true}`)
+	if status != 200 || v["enabled"] != true {
+		t.Errorf("enable: %d %v", status, v)
+	}
 	status, v = hooksCall(t, srv, "POST", id+"/rotate-secret", "")
 	if s, _ := v["secret"].(string); status != 200 || s == secret || !strings.HasPrefix(s, "whsec_") || v["previous_secret_expires_at"] == nil {
 		t.Errorf("rotate: %d %v", status, v)
+	}
+	status, v = hooksCall(t, srv, "POST", id+"/rotate-secret", "")
+	if status != 409 || errCode(v) != "not_actionable" {
+		t.Errorf("rotate again within the overlap: %d %v, want 409 not_actionable", status, v)
+	}
+	status, v = hooksCall(t, srv, "POST", id+"/rotate-secret?immediate=yes", "")
+	if status != 400 || errCode(v) != "invalid_request" {
+		t.Errorf("rotate with immediate=yes: %d %v, want 400", status, v)
+	}
+	status, v = hooksCall(t, srv, "POST", id+"/rotate-secret?immediate=true", "")
+	if s, _ := v["secret"].(string); status != 200 || !strings.HasPrefix(s, "whsec_") || v["previous_secret_expires_at"] != nil {
+		t.Errorf("rotate immediately: %d %v, want a secret and no previous one", status, v)
 	}
 	status, v = hooksCall(t, srv, "POST", id+"/test", "")
 	if status != 202 || v["event_type"] != "webhook.test" || v["state"] != "PENDING" {
@@ -161,9 +181,9 @@ func TestWebhookRoutes(t *testing.T) {
 	for _, a := range audits {
 		seen[a.Action]++
 	}
-	for _, a := range []model.AuditAction{model.AuditWebhookCreate, model.AuditWebhookUpdate, model.AuditWebhookRotate, model.AuditWebhookDelete} {
-		if seen[a] != 1 {
-			t.Errorf("%s audited %d times", a, seen[a])
+	for a, n := range map[model.AuditAction]int{model.AuditWebhookCreate: 1, model.AuditWebhookUpdate: 2, model.AuditWebhookRotate: 2, model.AuditWebhookDelete: 1} {
+		if seen[a] != n {
+			t.Errorf("%s audited %d times, want %d", a, seen[a], n)
 		}
 	}
 	if seen[model.AuditWebhookResend] != 2 {

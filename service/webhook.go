@@ -156,8 +156,23 @@ func (w *Webhooks) stopped(id int64) {
 }
 
 // Rotate gives an endpoint a new signing secret and answers it; the
-// previous one still signs every delivery for 24 hours.
+// previous one still signs every delivery for 24 hours. A second rotation
+// within those hours is model.ErrNotActionable: it would stop at once the
+// secret the receiver may still hold (the one the first replaced, or the
+// first's own, its answer lost), so it waits for the overlap to end, or
+// is RotateImmediately.
 func (w *Webhooks) Rotate(ctx context.Context, id int64) (model.WebhookEndpoint, string, error) {
+	return w.rotate(ctx, id, false)
+}
+
+// RotateImmediately gives an endpoint a new signing secret that alone
+// signs from now on, whatever overlap is under way: for a secret that
+// leaked, every older one stops at once.
+func (w *Webhooks) RotateImmediately(ctx context.Context, id int64) (model.WebhookEndpoint, string, error) {
+	return w.rotate(ctx, id, true)
+}
+
+func (w *Webhooks) rotate(ctx context.Context, id int64, immediate bool) (model.WebhookEndpoint, string, error) {
 	if w.keys == nil {
 		return model.WebhookEndpoint{}, "", model.ErrWebhooksOff
 	}
@@ -169,14 +184,24 @@ func (w *Webhooks) Rotate(ctx context.Context, id int64) (model.WebhookEndpoint,
 		if err != nil {
 			return err
 		}
-		until := now.Add(secretRotation)
-		e.PreviousSecret, e.PreviousUntil, e.Secret, e.UpdatedAt = e.Secret, &until, w.keys.Seal(secret), now
+		after := "new secret; every previous one stopped"
+		switch {
+		case immediate:
+			e.PreviousSecret, e.PreviousUntil = "", nil
+		case e.PreviousUntil != nil && e.PreviousUntil.After(now):
+			return fmt.Errorf("%w: endpoint %d was rotated and its previous secret signs until %s: rotating again now would stop the secret its receiver may still hold; rotate after that, or immediately (every older secret stops at once)",
+				model.ErrNotActionable, id, e.PreviousUntil.UTC().Format(time.RFC3339))
+		default:
+			until := now.Add(secretRotation)
+			e.PreviousSecret, e.PreviousUntil = e.Secret, &until
+			after = "new secret; the previous one signs too until " + until.Format(time.RFC3339)
+		}
+		e.Secret, e.UpdatedAt = w.keys.Seal(secret), now
 		if err := tx.SaveEndpoint(ctx, e); err != nil {
 			return err
 		}
 		out = e
-		return tx.InsertAudit(ctx, w.audit(model.AuditWebhookRotate, id, "secret", "new secret; the previous one signs too until "+until.Format(time.RFC3339),
-			strconv.FormatInt(id, 10), uuid.NewString()))
+		return tx.InsertAudit(ctx, w.audit(model.AuditWebhookRotate, id, "secret", after, strconv.FormatInt(id, 10), uuid.NewString()))
 	})
 	return out, secret, err
 }
@@ -307,7 +332,7 @@ func (w *Webhooks) Resend(ctx context.Context, endpointID, deliveryID int64) (mo
 	now := w.now().UTC()
 	var out model.WebhookDelivery
 	err := w.store.UpdateWebhooks(ctx, func(ctx context.Context, tx *dao.WebhookTx) error {
-		if _, err := tx.EndpointForUpdate(ctx, endpointID); err != nil {
+		if err := enabled(tx.EndpointForUpdate(ctx, endpointID)); err != nil {
 			return err
 		}
 		d, err := tx.RequeueOne(ctx, endpointID, deliveryID, now)
@@ -347,7 +372,7 @@ func (w *Webhooks) ResendMany(ctx context.Context, endpointID int64, state model
 	now := w.now().UTC()
 	n := 0
 	err := w.store.UpdateWebhooks(ctx, func(ctx context.Context, tx *dao.WebhookTx) error {
-		if _, err := tx.EndpointForUpdate(ctx, endpointID); err != nil {
+		if err := enabled(tx.EndpointForUpdate(ctx, endpointID)); err != nil {
 			return err
 		}
 		var err error
@@ -373,7 +398,7 @@ func (w *Webhooks) ResendMany(ctx context.Context, endpointID int64, state model
 // subscribes to: no outbox event, its data naming the endpoint.
 func (w *Webhooks) Test(ctx context.Context, endpointID int64) (model.WebhookDelivery, error) {
 	e, err := w.Endpoint(ctx, endpointID)
-	if err != nil {
+	if err := enabled(e, err); err != nil {
 		return model.WebhookDelivery{}, err
 	}
 	now := w.now().UTC().Truncate(time.Millisecond)
@@ -389,6 +414,16 @@ func (w *Webhooks) Test(ctx context.Context, endpointID int64) (model.WebhookDel
 		State: model.DeliveryPending, NextAttemptAt: now, CreatedAt: now}
 	d.ID, err = w.store.InsertDelivery(ctx, d)
 	return d, err
+}
+
+// enabled passes on err, or refuses a disabled endpoint as
+// model.ErrNotActionable: nothing is queued for one (no deliverer claims
+// it, and enabled again it gets only what is committed after).
+func enabled(e model.WebhookEndpoint, err error) error {
+	if err == nil && !e.Enabled {
+		return fmt.Errorf("%w: endpoint %d is disabled: enable it first", model.ErrNotActionable, e.ID)
+	}
+	return err
 }
 
 // audit is an admin-API webhook action on endpoint id, its key derived

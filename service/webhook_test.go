@@ -883,3 +883,75 @@ func TestWebhookDisableStopsTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// A second rotation within the day of overlap would stop at once the
+// secret the receiver may still hold — the first's answer lost, say, and
+// the call made again — so it is refused and changes nothing; an
+// immediate rotation is the way to stop a leaked secret, and after it
+// only the new secret signs.
+func TestWebhookRotateTwiceWithinTheOverlap(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		ctx := context.Background()
+		reqs := make(chan http.Header, 10)
+		rc := newReceiver(t, func(w http.ResponseWriter, req *http.Request, _ int) {
+			reqs <- req.Header.Clone()
+			w.WriteHeader(200)
+		})
+		ep := r.create(rc) // the receiver holds the first secret
+		first, _, err := r.hooks.Rotate(ctx, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := r.hooks.Rotate(ctx, ep.ID) // the first answer lost
+		if !errors.Is(err, model.ErrNotActionable) || !strings.Contains(err.Error(), "signs until") {
+			t.Fatalf("a second rotation within the overlap: %+v, %v; want refused", again, err)
+		}
+		if got, err := r.hooks.Endpoint(ctx, ep.ID); err != nil || got.Secret != first.Secret || got.PreviousSecret != first.PreviousSecret {
+			t.Fatalf("the refused rotation changed the endpoint: %+v, %v", got, err)
+		}
+		r.deliverer(5*time.Second, nil)
+		r.event(model.EventOrderPaid, 21, paidData(21))
+		<-reqs
+		rc.checkVerified() // still with the secret it was given first
+
+		_, leaked, err := r.hooks.RotateImmediately(ctx, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.setSecret(leaked)
+		r.event(model.EventOrderPaid, 22, paidData(22))
+		if h := <-reqs; len(strings.Fields(h.Get("webhook-signature"))) != 1 {
+			t.Errorf("webhook-signature %q after an immediate rotation: want the new secret's alone", h.Get("webhook-signature"))
+		}
+		rc.checkVerified()
+	})
+}
+
+// Nothing is queued for a disabled endpoint: a test delivery or a resend
+// would wait unclaimed and reach it only once enabled, against "enabled
+// again, it gets only what is committed after".
+func TestWebhookDisabledEndpointQueuesNothing(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newHookRig(t, store)
+		ctx := context.Background()
+		rc := newReceiver(t, ok200)
+		ep := r.create(rc)
+		off := false
+		if _, err := r.hooks.Update(ctx, ep.ID, service.EndpointInput{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.hooks.Test(ctx, ep.ID); !errors.Is(err, model.ErrNotActionable) {
+			t.Errorf("a test delivery to a disabled endpoint: %v, want refused", err)
+		}
+		if _, err := r.hooks.Resend(ctx, ep.ID, 1); !errors.Is(err, model.ErrNotActionable) {
+			t.Errorf("a resend to a disabled endpoint: %v, want refused", err)
+		}
+		if _, err := r.hooks.ResendMany(ctx, ep.ID, model.DeliveryFailed, time.Now().Add(-time.Hour), ""); !errors.Is(err, model.ErrNotActionable) {
+			t.Errorf("resending many to a disabled endpoint: %v, want refused", err)
+		}
+		if ds, err := store.WebhookDeliveries(ctx, ep.ID, "", time.Time{}, 10); err != nil || len(ds) != 0 {
+			t.Errorf("deliveries of the disabled endpoint: %+v, %v; want none", ds, err)
+		}
+	})
+}
