@@ -41,29 +41,9 @@ func TestWeChatPayAppsEachApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { ln.Close() })
 		notifyURL := "http://" + ln.Addr().String() + "/wechatpay/notify"
-		wx, err := fakewechatpay.New(fakewechatpay.Config{
-			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
-			PrivateKey: devkey.Read(t, "wechatpay_private_key.pem"), PublicKeyID: wxPublicKeyID, Sign: fakewechatpay.SignPublicKey,
-			MerchantPublicKey: devkey.Read(t, "wechatpay_merchant_public_key.pem"), MerchantSerial: wxMerchantSerial,
-			NotifyURL: notifyURL,
-		})
-		if err != nil {
-			ln.Close()
-			t.Fatal(err)
-		}
-		gw := httptest.NewServer(wx.Handler())
-		t.Cleanup(gw.Close)
-		t.Cleanup(wx.Close)
-		client, err := wechatpay.New(wechatpay.Config{
-			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
-			MerchantPrivateKey: devkey.Read(t, "wechatpay_merchant_private_key.pem"), MerchantSerial: wxMerchantSerial,
-			PublicKey: devkey.Read(t, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID, Gateway: gw.URL,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := wechatpay.NewProvider(client, notifyURL)
+		wx, p := wechatAppsMerchant(t, notifyURL)
 		set := service.NewAppSet(
 			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxOfficial, Name: "official", Adapter: p},
 			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxMini, Name: "miniprogram", Methods: []model.PayMethod{model.PayJSAPI}, Adapter: p.ForApp(wxMini)},
@@ -165,28 +145,8 @@ func TestWeChatPayAppsEachApplied(t *testing.T) {
 // mini program, and its trade for no order of ours UNMATCHED there too.
 func TestWeChatPayBillRepairsInTheBillsApp(t *testing.T) {
 	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
-		wx, err := fakewechatpay.New(fakewechatpay.Config{
-			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
-			PrivateKey: devkey.Read(t, "wechatpay_private_key.pem"), PublicKeyID: wxPublicKeyID, Sign: fakewechatpay.SignPublicKey,
-			MerchantPublicKey: devkey.Read(t, "wechatpay_merchant_public_key.pem"), MerchantSerial: wxMerchantSerial,
-			NotifyURL: "http://127.0.0.1:9/lost",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		wx, p := wechatAppsMerchant(t, "http://127.0.0.1:9/lost")
 		wx.LoseNotifications(true)
-		gw := httptest.NewServer(wx.Handler())
-		t.Cleanup(gw.Close)
-		t.Cleanup(wx.Close)
-		client, err := wechatpay.New(wechatpay.Config{
-			MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
-			MerchantPrivateKey: devkey.Read(t, "wechatpay_merchant_private_key.pem"), MerchantSerial: wxMerchantSerial,
-			PublicKey: devkey.Read(t, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID, Gateway: gw.URL,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := wechatpay.NewProvider(client, "http://127.0.0.1:9/lost")
 		set := service.NewAppSet(
 			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxOfficial, Adapter: p},
 			service.App{Provider: model.ProviderWechatpay, Account: wxMchID, ID: wxMini, Adapter: p.ForApp(wxMini)},
@@ -233,4 +193,32 @@ func TestWeChatPayBillRepairsInTheBillsApp(t *testing.T) {
 			t.Fatalf("the foreign app's payment %+v, %v: want UNMATCHED in %s's first app", pay, err, wxMchID)
 		}
 	})
+}
+
+// wechatAppsMerchant is the fake WeChat Pay of a merchant of three
+// appids (wxOfficial its own, wxMini, wxMobile) and the provider that
+// speaks to it, notifications sent to notifyURL.
+func wechatAppsMerchant(t *testing.T, notifyURL string) (*fakewechatpay.Server, *wechatpay.Provider) {
+	t.Helper()
+	wx, err := fakewechatpay.New(fakewechatpay.Config{
+		MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
+		PrivateKey: devkey.Read(t, "wechatpay_private_key.pem"), PublicKeyID: wxPublicKeyID, Sign: fakewechatpay.SignPublicKey,
+		MerchantPublicKey: devkey.Read(t, "wechatpay_merchant_public_key.pem"), MerchantSerial: wxMerchantSerial,
+		NotifyURL: notifyURL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(wx.Handler())
+	t.Cleanup(gw.Close)
+	t.Cleanup(wx.Close)
+	client, err := wechatpay.New(wechatpay.Config{
+		MchID: wxMchID, AppID: wxOfficial, AppIDs: []string{wxMini, wxMobile}, APIv3Key: wxAPIv3Key,
+		MerchantPrivateKey: devkey.Read(t, "wechatpay_merchant_private_key.pem"), MerchantSerial: wxMerchantSerial,
+		PublicKey: devkey.Read(t, "wechatpay_public_key.pem"), PublicKeyID: wxPublicKeyID, Gateway: gw.URL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wx, wechatpay.NewProvider(client, notifyURL)
 }
