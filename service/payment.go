@@ -260,8 +260,9 @@ func (p *Payments) newPayment(order model.Order, n model.Observation) model.Paym
 }
 
 // attributed is n in the account and app of a, the attempt its
-// out_trade_no names, when n names no app: a bill line names the account
-// at most, and the payment's refunds, queries and closes go through the
+// out_trade_no names, when n names no app (an Alipay bill line names the
+// account at most; a WeChat Pay line its app, when one of ours), and the
+// payment's refunds, queries and closes go through the
 // app it records, which for a trade opened in an attempt is the
 // attempt's, not the account's first app. If n names another account than
 // a's, n's is kept (it is what the provider told us) and the disagreement

@@ -184,24 +184,35 @@ func (w *Webhooks) rotate(ctx context.Context, id int64, immediate bool) (model.
 		if err != nil {
 			return err
 		}
+		// A secret this key cannot open (sealed under an earlier
+		// WEBHOOK_SECRET_KEY) signs nothing: it is not kept as previous.
+		_, unreadable := w.keys.Open(e.Secret)
+		overlap := e.PreviousUntil != nil && e.PreviousUntil.After(now)
 		after := "new secret; every previous one stopped"
+		if !immediate && unreadable == nil {
+			after = "new secret; the previous one signs too until " + now.Add(secretRotation).Format(time.RFC3339)
+		}
+		// The audit row first: a console action sent again is
+		// model.ErrAlreadyDone before anything else is said of it.
+		if err := tx.InsertAudit(ctx, w.audit(model.AuditWebhookRotate, id, "secret", after, strconv.FormatInt(id, 10), uuid.NewString())); err != nil {
+			return err
+		}
 		switch {
-		case immediate:
+		case immediate || unreadable != nil:
 			e.PreviousSecret, e.PreviousUntil = "", nil
-		case e.PreviousUntil != nil && e.PreviousUntil.After(now):
+		case overlap:
 			return fmt.Errorf("%w: endpoint %d was rotated and its previous secret signs until %s: rotating again now would stop the secret its receiver may still hold; rotate after that, or immediately (every older secret stops at once)",
 				model.ErrNotActionable, id, e.PreviousUntil.UTC().Format(time.RFC3339))
 		default:
 			until := now.Add(secretRotation)
 			e.PreviousSecret, e.PreviousUntil = e.Secret, &until
-			after = "new secret; the previous one signs too until " + until.Format(time.RFC3339)
 		}
 		e.Secret, e.UpdatedAt = w.keys.Seal(secret), now
 		if err := tx.SaveEndpoint(ctx, e); err != nil {
 			return err
 		}
 		out = e
-		return tx.InsertAudit(ctx, w.audit(model.AuditWebhookRotate, id, "secret", after, strconv.FormatInt(id, 10), uuid.NewString()))
+		return nil
 	})
 	return out, secret, err
 }
@@ -382,6 +393,12 @@ func (w *Webhooks) ResendMany(ctx context.Context, endpointID int64, state model
 		a.After = fmt.Sprintf("queued %d", n)
 		return tx.InsertAudit(ctx, a)
 	})
+	if errors.Is(err, model.ErrNotActionable) {
+		// Disabled since: the same key's first request is still answered.
+		if _, rerr := w.store.AuditByKey(ctx, a.Key); rerr == nil {
+			err = model.ErrAlreadyDone
+		}
+	}
 	if errors.Is(err, model.ErrAlreadyDone) {
 		first, rerr := w.store.AuditByKey(ctx, a.Key)
 		if rerr != nil {

@@ -925,6 +925,16 @@ func TestWebhookRotateTwiceWithinTheOverlap(t *testing.T) {
 			t.Errorf("webhook-signature %q after an immediate rotation: want the new secret's alone", h.Get("webhook-signature"))
 		}
 		rc.checkVerified()
+
+		// After WEBHOOK_SECRET_KEY changed, the stored secret is
+		// unreadable: a rotation does not keep it to sign beside the new
+		// one (the deliverer could not open it, and would skip the
+		// endpoint for the day).
+		rekeyed := service.NewWebhooks(store, testKeyring(t))
+		e, _, err := rekeyed.Rotate(ctx, ep.ID)
+		if err != nil || e.PreviousSecret != "" || e.PreviousUntil != nil {
+			t.Errorf("rotation under a new key: %+v, %v; want no previous secret", e, err)
+		}
 	})
 }
 
@@ -937,9 +947,17 @@ func TestWebhookDisabledEndpointQueuesNothing(t *testing.T) {
 		ctx := context.Background()
 		rc := newReceiver(t, ok200)
 		ep := r.create(rc)
+		since := time.Now().Add(-time.Hour)
+		if n, err := r.hooks.ResendMany(ctx, ep.ID, model.DeliveryFailed, since, "resend-k1"); err != nil || n != 0 {
+			t.Fatalf("resend many while enabled: %d, %v", n, err)
+		}
 		off := false
 		if _, err := r.hooks.Update(ctx, ep.ID, service.EndpointInput{Enabled: &off}); err != nil {
 			t.Fatal(err)
+		}
+		// The same Idempotency-Key again is still its first answer.
+		if n, err := r.hooks.ResendMany(ctx, ep.ID, model.DeliveryFailed, since, "resend-k1"); !errors.Is(err, model.ErrAlreadyDone) || n != 0 {
+			t.Errorf("the same resend again, now disabled: %d, %v; want the first answer replayed", n, err)
 		}
 		if _, err := r.hooks.Test(ctx, ep.ID); !errors.Is(err, model.ErrNotActionable) {
 			t.Errorf("a test delivery to a disabled endpoint: %v, want refused", err)

@@ -225,6 +225,7 @@ func TestScanLines(t *testing.T) {
 		{"NonASCIITradeNo", head + row(cells{bill.ColOutTradeNo: "订单1"}) + goodSum, "商户订单号 is not an ASCII identifier", 0},
 		{"NonASCIIAppID", head + row(cells{bill.ColAppID: "小程序"}) + goodSum, "公众账号ID is not an ASCII identifier", 0},
 		{"EmptyAppID", head + row(cells{bill.ColAppID: ""}) + goodSum, "", 1},
+		{"ZeroAppID", head + row(cells{bill.ColAppID: "0"}) + goodSum, "", 1},
 		{"OneMerchant", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900000001"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), "", 2},
 		{"TwoMerchants", head + row(cells{bill.ColMchID: "1900000001"}) + row(cells{bill.ColMchID: "1900009999"}) + sum(2, "2.00", "0.00", "0.01200", "2.00", "0.00"), `商户号 "1900009999", the rows before it "1900000001"`, 0},
 		{"RowAfterSummary", head + good + goodSum + good, "a line after the summary", 0},

@@ -385,7 +385,7 @@ func (s *scanner) row(raw []byte) (line, bool, error) {
 	if s.at.appID != noCol {
 		// The app that took the payment (one mchid binds several); a row
 		// may leave it empty.
-		if app := trim(cells[s.at.appID]); len(app) > 0 {
+		if app := trim(cells[s.at.appID]); len(app) > 0 && !(len(app) == 1 && app[0] == '0') {
 			if l.app, err = s.ident(ColAppID, app); err != nil {
 				return l, false, err
 			}
