@@ -245,7 +245,12 @@ func (c *Console) webhookRotate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	e, secret, err := c.d.Webhooks.By(act(r)).Rotate(r.Context(), id)
+	hooks := c.d.Webhooks.By(act(r))
+	rotate := hooks.Rotate
+	if r.PostFormValue("immediate") == "true" {
+		rotate = hooks.RotateImmediately
+	}
+	e, secret, err := rotate(r.Context(), id)
 	if err != nil {
 		c.done(w, r, err, webhookLink(id), "")
 		return

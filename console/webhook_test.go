@@ -166,6 +166,13 @@ func TestConsoleWebhookEndpoints(t *testing.T) {
 		if a := lastAudit(t, store); a.Action != model.AuditWebhookRotate || a.Operator != "alice" {
 			t.Errorf("rotate audited as %+v", a)
 		}
+		if again := post("rotate", nil); again.status != http.StatusConflict || !strings.Contains(again.body, "signs until") {
+			t.Errorf("rotate again within the overlap: %d\n%s", again.status, again.body)
+		}
+		now := post("rotate", url.Values{"immediate": {"true"}})
+		if now.status != http.StatusOK || !strings.Contains(now.body, "alone signs") || field(t, secretShown, now.body) == field(t, secretShown, rotated.body) {
+			t.Errorf("rotate now: %d\n%s", now.status, now.body)
+		}
 
 		resend := c.post(t, path+"/deliveries/"+itoa(ds[0].ID)+"/resend", url.Values{"csrf": {c.csrf(t)}, "key": {newKey()}})
 		if resend.status != http.StatusSeeOther || !strings.Contains(resend.location, "done=webhook-resent") {
