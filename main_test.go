@@ -208,6 +208,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			"ALIPAY_APP_PRIVATE_KEY_FILE=testdata/dev/app_private_key.pem", "ALIPAY_PUBLIC_KEY_FILE=testdata/dev/alipay_public_key.pem"},
 			want: []string{"ALIPAY_APP_PRIVATE_KEY is a development key", "ALIPAY_PUBLIC_KEY is a development key"}},
 		{name: "BadDriver", environ: []string{"DB_DRIVER=postgres"}, want: []string{"DB_DRIVER"}},
+		{name: "DevelopmentAPIv3Key", environ: []string{"WECHATPAY_MCHID=1900000009", "WECHATPAY_APIV3_KEY=" + devWeChatAPIv3Key},
+			want: []string{"WECHATPAY_APIV3_KEY is paynotify dev's public key"}},
 		{name: "DevelopmentWebhookKey", environ: []string{"WEBHOOK_SECRET_KEY=" + devWebhookKey}, want: []string{"WEBHOOK_SECRET_KEY is paynotify dev's public key"}},
 		// WeChat Pay is on once any of its settings is: then it names the rest,
 		// and refuses the development keys.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 
 	"paynotify/alipay"
 	"paynotify/broker"
@@ -39,11 +40,16 @@ func loadConfig(environ []string) (config.Config, providerConfig, error) {
 		pc.alipay, aerr = alipay.FromConfigApps(cfg, devKeys())
 	}
 	pc.wechatpay, _, werr = wechatpay.FromConfigAll(cfg, devKeys())
-	var herr error
+	var herr, kerr error
 	if key, _ := cfg.Webhook.Key(); key == devWebhookKey {
 		herr = errors.New("WEBHOOK_SECRET_KEY is paynotify dev's public key: make one with openssl rand -base64 32")
 	}
-	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr, herr)
+	for _, w := range pc.wechatpay {
+		if w.APIv3Key == devWeChatAPIv3Key || slices.Contains(w.OldAPIv3Keys, devWeChatAPIv3Key) {
+			kerr = errors.New("WECHATPAY_APIV3_KEY is paynotify dev's public key: set the merchant's own (WeChat Pay's merchant platform, API security)")
+		}
+	}
+	return cfg, pc, config.Join(err, cfg.Providers(), aerr, werr, herr, kerr)
 }
 
 // serve runs the service as an operator deploys it.
