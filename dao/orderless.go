@@ -128,7 +128,7 @@ func (tx *OrderlessTx) InsertRefund(ctx context.Context, f model.Refund) (bool, 
 	now := time.Now().UTC()
 	return tx.s.insertRefundRow(ctx, f.OutRequestNo, map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
-		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": nil,
+		"account": f.Account, "app": f.App, "trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "order_id": nil,
 		"amount": f.Amount.StringFixed(2), "reason": f.Reason, "state": model.RefundRefunding,
 		"next_attempt_at": now, "create_time": now, "update_time": now,
 	}, "", "", now)

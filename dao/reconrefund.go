@@ -75,7 +75,8 @@ func (s *Store) insertFinishedRefund(ctx context.Context, f model.Refund) (bool,
 	now := time.Now().UTC()
 	row := map[string]any{
 		"out_request_no": f.OutRequestNo, "kind": string(f.Kind), "provider": string(f.Provider),
-		"trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo, "amount": f.Amount.StringFixed(2), "reason": f.Reason,
+		"account": f.Account, "app": f.App, "trade_no": f.TradeNo, "out_trade_no": f.OutTradeNo,
+		"amount": f.Amount.StringFixed(2), "reason": f.Reason,
 		"state": model.RefundRefunded, "next_attempt_at": now, "create_time": now, "update_time": now,
 	}
 	if f.OrderID != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
@@ -174,6 +175,33 @@ func TestWeChatPayTwoMerchants(t *testing.T) {
 				run.Ledger.Payments != want[rec.Account] || run.Counts[model.ReconMissingAtProvider] != 0 {
 				t.Errorf("run of %s: %+v, want its own %d payments, nothing missing", rec.Account, run, want[rec.Account])
 			}
+		}
+
+		// Money for no order of ours, taken by merchant B: recorded
+		// UNMATCHED under B, and refunded by B — not asked of the first
+		// merchant, who has no such trade.
+		stray := newSN("WXSTRAY")
+		if _, err := b.p.StartPayment(ctx, model.PayStart{OutTradeNo: stray, Subject: "stray", Amount: decimal.RequireFromString("4.00"),
+			Method: model.PayNative, ExpireAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.fake.Pay(ctx, stray); err != nil {
+			t.Fatal(err)
+		}
+		tr, _ := b.fake.Trade(stray)
+		if p, err := store.Payment(ctx, model.ProviderWechatpay, tr.TransactionID); err != nil || p.State != model.PaymentUnmatched || p.Account != mchB {
+			t.Fatalf("the stray payment %+v, %v: want UNMATCHED under %s", p, err, mchB)
+		}
+		if _, err := refunds.RefundUnmatched(ctx, model.ProviderWechatpay, tr.TransactionID, "ops-stray-1"); err != nil {
+			t.Fatal(err)
+		}
+		refundAll(t, refunds)
+		f, err := store.Refund(ctx, "RP-"+tr.TransactionID)
+		if err != nil || f.Account != mchB || f.State == model.RefundFailed { // REFUNDING: WeChat Pay settles it later
+			t.Fatalf("the stray payment's refund %+v, %v: want it asked of %s", f, err, mchB)
+		}
+		if _, ok := b.fake.Refund(f.OutRequestNo); !ok {
+			t.Errorf("merchant B was not asked the refund %s", f.OutRequestNo)
 		}
 	})
 }
