@@ -23,11 +23,21 @@ func (tx *OrderTx) RetryRefund(ctx context.Context, outRequestNo, operator strin
 	if err := tx.step(rankOrderRows); err != nil {
 		return false, err
 	}
-	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
-		Where("out_request_no = ? AND order_id = ? AND state = ? AND resolved_time IS NULL", outRequestNo, tx.order.ID, model.RefundFailed).
+	return tx.s.retryRefund(ctx, tx.s.db.Where("order_id = ?", tx.order.ID), outRequestNo, operator, now)
+}
+
+// RetryRefund is OrderTx.RetryRefund for a refund of the payment, which
+// has no order.
+func (tx *OrderlessTx) RetryRefund(ctx context.Context, outRequestNo, operator string, now time.Time) (bool, error) {
+	return tx.s.retryRefund(ctx, tx.s.db.Where("trade_no = ? AND order_id IS NULL", tx.pay.TradeNo), outRequestNo, operator, now)
+}
+
+func (s *Store) retryRefund(ctx context.Context, own *gorm.DB, outRequestNo, operator string, now time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&refundRecord{}).Where(own).
+		Where("out_request_no = ? AND state = ? AND resolved_time IS NULL", outRequestNo, model.RefundFailed).
 		Updates(map[string]any{"state": model.RefundRefunding, "attempts": 0, "next_attempt_at": now.UTC(),
 			"last_error": "", "update_time": now.UTC()})
-	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunding, operator, "", now)
+	return s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundRefunding, operator, "", now)
 }
 
 // ResolveRefund takes one of the order's failed refunds off the queue with
@@ -37,11 +47,21 @@ func (tx *OrderTx) ResolveRefund(ctx context.Context, outRequestNo, operator, no
 	if err := tx.step(rankOrderRows); err != nil {
 		return false, err
 	}
-	res := tx.s.db.WithContext(ctx).Model(&refundRecord{}).
-		Where("out_request_no = ? AND order_id = ? AND state = ? AND resolved_time IS NULL", outRequestNo, tx.order.ID, model.RefundFailed).
+	return tx.s.resolveRefund(ctx, tx.s.db.Where("order_id = ?", tx.order.ID), outRequestNo, operator, note, now)
+}
+
+// ResolveRefund is OrderTx.ResolveRefund for a refund of the payment,
+// which has no order.
+func (tx *OrderlessTx) ResolveRefund(ctx context.Context, outRequestNo, operator, note string, now time.Time) (bool, error) {
+	return tx.s.resolveRefund(ctx, tx.s.db.Where("trade_no = ? AND order_id IS NULL", tx.pay.TradeNo), outRequestNo, operator, note, now)
+}
+
+func (s *Store) resolveRefund(ctx context.Context, own *gorm.DB, outRequestNo, operator, note string, now time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&refundRecord{}).Where(own).
+		Where("out_request_no = ? AND state = ? AND resolved_time IS NULL", outRequestNo, model.RefundFailed).
 		Updates(map[string]any{"resolved_by": operator, "resolved_time": now.UTC(), "resolution": model.TruncateChars(note, model.MaxNote),
 			"update_time": now.UTC()})
-	return tx.s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundFailed, operator, note, now)
+	return s.changed(ctx, res, outRequestNo, model.RefundFailed, model.RefundFailed, operator, note, now)
 }
 
 // RequeueEvent makes a FAILED outbox row pending again, due at now, with

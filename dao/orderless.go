@@ -145,6 +145,16 @@ func (tx *OrderlessTx) InsertFinishedRefund(ctx context.Context, f model.Refund)
 	return tx.s.insertFinishedRefund(ctx, f)
 }
 
+// Refund reads one of the payment's refunds (model.ErrRefundNotFound for
+// any other).
+func (tx *OrderlessTx) Refund(ctx context.Context, outRequestNo string) (model.Refund, error) {
+	f, err := tx.s.Refund(ctx, outRequestNo)
+	if err == nil && (f.OrderID != 0 || f.Provider != tx.pay.Provider || f.TradeNo != tx.pay.TradeNo) {
+		return model.Refund{}, fmt.Errorf("%w: %q is not a refund of payment %s", model.ErrRefundNotFound, outRequestNo, tx.pay.TradeNo)
+	}
+	return f, err
+}
+
 // FinishRefund moves one of the payment's refunds from REFUNDING to its
 // end state (compare-and-set) and reports whether it did.
 func (tx *OrderlessTx) FinishRefund(ctx context.Context, outRequestNo string, to model.RefundState, lastError string) (bool, error) {

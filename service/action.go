@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"paynotify/dao"
 	"paynotify/model"
@@ -50,13 +51,19 @@ func (r *Refunds) Retry(ctx context.Context, act model.Act, outRequestNo string)
 		return model.Refund{}, err
 	}
 	return r.act(ctx, act, outRequestNo, model.AuditRefundRetry, string(model.RefundRefunding),
-		func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
+		func(ctx context.Context, tx refundTx, f model.Refund) error {
 			moved, err := tx.RetryRefund(ctx, f.OutRequestNo, act.Operator, r.now())
 			if err != nil || !moved {
 				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
 			}
-			if f.Kind == model.RefundAuto {
+			if f.Kind != model.RefundAuto {
+				return nil
+			}
+			switch tx := tx.(type) {
+			case *dao.OrderTx:
 				_, err = tx.SetPaymentState(ctx, f.Provider, f.TradeNo, model.PaymentRefundFailed, model.PaymentRefunding)
+			case *dao.OrderlessTx:
+				_, err = tx.SetPaymentState(ctx, model.PaymentRefundFailed, model.PaymentRefunding)
 			}
 			return err
 		})
@@ -70,7 +77,7 @@ func (r *Refunds) Resolve(ctx context.Context, act model.Act, outRequestNo strin
 		return model.Refund{}, err
 	}
 	return r.act(ctx, act, outRequestNo, model.AuditRefundResolve, string(model.RefundFailed)+" (resolved)",
-		func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
+		func(ctx context.Context, tx refundTx, f model.Refund) error {
 			moved, err := tx.ResolveRefund(ctx, f.OutRequestNo, act.Operator, act.Note, r.now())
 			if err != nil || !moved {
 				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
@@ -79,11 +86,23 @@ func (r *Refunds) Resolve(ctx context.Context, act model.Act, outRequestNo strin
 		})
 }
 
+// refundTx is what an operator's change to a refund needs of the
+// transaction that holds it: its order's (dao.OrderTx) or, for a refund
+// of a payment without an order (UNMATCHED), its payment's
+// (dao.OrderlessTx).
+type refundTx interface {
+	Refund(ctx context.Context, outRequestNo string) (model.Refund, error)
+	InsertAudit(ctx context.Context, a model.Audit) error
+	RetryRefund(ctx context.Context, outRequestNo, operator string, now time.Time) (bool, error)
+	ResolveRefund(ctx context.Context, outRequestNo, operator, note string, now time.Time) (bool, error)
+}
+
 // act runs an operator's change to one refund in a transaction that locks
-// its order first, and records it there (first: a second post of the
-// same form is model.ErrAlreadyDone before anything else happens).
+// its order first — its payment, when it has none — and records it there
+// (first: a second post of the same form is model.ErrAlreadyDone before
+// anything else happens).
 func (r *Refunds) act(ctx context.Context, act model.Act, outRequestNo string, action model.AuditAction, after string,
-	change func(ctx context.Context, tx *dao.OrderTx, f model.Refund) error) (model.Refund, error) {
+	change func(ctx context.Context, tx refundTx, f model.Refund) error) (model.Refund, error) {
 	if !model.ValidID(outRequestNo) {
 		return model.Refund{}, model.ErrRefundNotFound
 	}
@@ -92,8 +111,8 @@ func (r *Refunds) act(ctx context.Context, act model.Act, outRequestNo string, a
 		return model.Refund{}, err
 	}
 	var out model.Refund
-	err = r.store.UpdateOrder(ctx, dao.OrderID(first.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
-		f, err := tx.Refund(ctx, outRequestNo) // as it stands under the order lock
+	in := func(ctx context.Context, tx refundTx) error {
+		f, err := tx.Refund(ctx, outRequestNo) // as it stands under the lock
 		if err != nil {
 			return err
 		}
@@ -101,8 +120,12 @@ func (r *Refunds) act(ctx context.Context, act model.Act, outRequestNo string, a
 		if f.LastError != "" {
 			before += ": " + f.LastError
 		}
-		if err := tx.InsertAudit(ctx, model.Audit{Key: act.Key, Operator: act.Operator, Action: action, OrderID: &f.OrderID,
-			TargetKind: model.TargetRefund, TargetID: f.OutRequestNo, Before: before, After: after, Note: act.Note}); err != nil {
+		a := model.Audit{Key: act.Key, Operator: act.Operator, Action: action, TargetKind: model.TargetRefund,
+			TargetID: f.OutRequestNo, Before: before, After: after, Note: act.Note}
+		if f.OrderID != 0 {
+			a.OrderID = &f.OrderID
+		}
+		if err := tx.InsertAudit(ctx, a); err != nil {
 			return err
 		}
 		if err := change(ctx, tx, f); err != nil {
@@ -110,7 +133,16 @@ func (r *Refunds) act(ctx context.Context, act model.Act, outRequestNo string, a
 		}
 		out, err = tx.Refund(ctx, outRequestNo)
 		return err
-	})
+	}
+	if first.OrderID == 0 {
+		err = r.store.UpdateOrderless(ctx, first.Provider, first.TradeNo, func(ctx context.Context, tx *dao.OrderlessTx, _ model.Payment) error {
+			return in(ctx, tx)
+		})
+	} else {
+		err = r.store.UpdateOrder(ctx, dao.OrderID(first.OrderID), dao.ForUpdate, func(ctx context.Context, tx *dao.OrderTx, _ model.Order) error {
+			return in(ctx, tx)
+		})
+	}
 	return out, err
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/fakealipay"
 	"paynotify/model"
 )
 
@@ -162,6 +163,63 @@ func TestReconcileUnmatchedAndConsoleCap(t *testing.T) {
 		again := r.run(t, r.recon, reconDay)
 		if again.Counts[model.ReconUnknownRefund] != 1 || r.count(t, "SELECT COUNT(*) FROM oms_order_payment") != 1 {
 			t.Fatalf("re-run %+v", again)
+		}
+	})
+}
+
+// A refund of an UNMATCHED payment that the provider refuses (signed) is
+// an operator's to act on, like any failed refund, though no order holds
+// it: retried under the payment's lock, it is sent again with the same
+// out_request_no and refunded once; another, resolved, stays failed and
+// leaves the queue.
+func TestUnmatchedFailedRefundRetriedAndResolved(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		failed := func(sn, tradeNo, key string) model.Refund {
+			t.Helper()
+			r.fake.AddPaidTrade(sn, tradeNo, dec("12.34"), r.clock.Now())
+			if got := r.notify(t, sn, tradeNo, "12.34"); got != model.OutcomeUnmatched {
+				t.Fatalf("notice: %s", got)
+			}
+			if _, err := r.refunds.RefundUnmatched(ctx, model.ProviderAlipay, tradeNo, key); err != nil {
+				t.Fatal(err)
+			}
+			r.fake.FailNext(fakealipay.MethodRefund, "40004", "ACQ.SELLER_BALANCE_NOT_ENOUGH", 1)
+			if _, err := r.refunds.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f, err := store.Refund(ctx, "RP-"+tradeNo)
+			if err != nil || f.State != model.RefundFailed || f.OrderID != 0 {
+				t.Fatalf("refund %+v, %v: want REFUND_FAILED, no order", f, err)
+			}
+			return f
+		}
+
+		const retried = "2026113022001400000000000901"
+		f := failed("GONE-9", retried, "ops-9")
+		got, err := r.refunds.Retry(ctx, model.Act{Operator: "alice", Key: "retry-form-0000009"}, f.OutRequestNo)
+		if err != nil || got.State != model.RefundRefunding {
+			t.Fatalf("Retry = %+v, %v; want REFUNDING", got, err)
+		}
+		refundAll(t, r.refunds)
+		if got, err := store.Refund(ctx, f.OutRequestNo); err != nil || got.State != model.RefundRefunded {
+			t.Fatalf("after the retry: %+v, %v; want REFUNDED", got, err)
+		}
+		if p, err := store.Payment(ctx, model.ProviderAlipay, retried); err != nil || p.State != model.PaymentRefunded {
+			t.Fatalf("the payment after the retry: %+v, %v; want REFUNDED", p, err)
+		}
+		if tr, _ := r.fake.Trade("GONE-9"); len(tr.Refunds) != 1 {
+			t.Fatalf("Alipay refunded %d times, want once", len(tr.Refunds))
+		}
+
+		const resolved = "2026113022001400000000000902"
+		f = failed("GONE-10", resolved, "ops-10")
+		act := model.Act{Operator: "alice", Key: "resolve-form-000010", Note: "paid back by bank transfer"}
+		if got, err := r.refunds.Resolve(ctx, act, f.OutRequestNo); err != nil || got.State != model.RefundFailed || got.ResolvedBy != "alice" {
+			t.Fatalf("Resolve = %+v, %v; want resolved by alice, still REFUND_FAILED", got, err)
+		}
+		if _, err := r.refunds.Resolve(ctx, act, f.OutRequestNo); !errors.Is(err, model.ErrAlreadyDone) {
+			t.Errorf("the same resolve form twice: %v, want already done", err)
 		}
 	})
 }
