@@ -52,6 +52,11 @@ func (r *Refunds) Retry(ctx context.Context, act model.Act, outRequestNo string)
 	}
 	return r.act(ctx, act, outRequestNo, model.AuditRefundRetry, string(model.RefundRefunding),
 		func(ctx context.Context, tx refundTx, f model.Refund) error {
+			if tx, ok := tx.(*dao.OrderTx); ok {
+				if err := withinPaid(ctx, tx, f); err != nil {
+					return err
+				}
+			}
 			moved, err := tx.RetryRefund(ctx, f.OutRequestNo, act.Operator, r.now())
 			if err != nil || !moved {
 				return notActionable(err, "refund %s is %s, not an unresolved failure", f.OutRequestNo, f.State)
@@ -84,6 +89,37 @@ func (r *Refunds) Resolve(ctx context.Context, act model.Act, outRequestNo strin
 			}
 			return nil
 		})
+}
+
+// withinPaid refuses to send failed refund f again when its trade's
+// other refunds, not failed, leave less than f of what was paid (a
+// replacement refund made since): model.ErrRefundTooLarge. A payment
+// without an order has one refund, so only an order's are checked.
+func withinPaid(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
+	pays, err := tx.Payments(ctx)
+	if err != nil {
+		return err
+	}
+	refunds, err := tx.Refunds(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pays {
+		if p.Provider != f.Provider || p.TradeNo != f.TradeNo {
+			continue
+		}
+		left := p.Amount
+		for _, o := range refunds {
+			if o.Provider == f.Provider && o.TradeNo == f.TradeNo && o.State != model.RefundFailed {
+				left = left.Sub(o.Amount)
+			}
+		}
+		if f.Amount.GreaterThan(left) {
+			return fmt.Errorf("%w: refund %s of %s again, with %s left of %s paid", model.ErrRefundTooLarge,
+				f.OutRequestNo, f.Amount.StringFixed(2), left.StringFixed(2), p.Amount.StringFixed(2))
+		}
+	}
+	return nil
 }
 
 // refundTx is what an operator's change to a refund needs of the

@@ -7,6 +7,7 @@ import (
 
 	"paynotify/dao"
 	"paynotify/dao/daotest"
+	"paynotify/fakealipay"
 	"paynotify/model"
 )
 
@@ -151,6 +152,42 @@ func TestReconcileRefundAcrossMidnight(t *testing.T) {
 		d, err := r.recon.Detail(ctx, "2026-12-01", model.ReconRefundMissingAtProvider, 0)
 		if err != nil || d.Unresolved != 0 || len(d.Items) != 1 || d.Items[0].ResolvedBy != "reconciliation" {
 			t.Fatalf("the next day's item once the day's bill has it: %+v %v", d, err)
+		}
+	})
+}
+
+// A failed refund is not sent again over what its payment has left: an
+// operator who refunded the buyer another way meanwhile (a second refund
+// of the same amount) is refused the retry of the first, which would
+// refund more than was paid.
+func TestRetryRefusedOverWhatIsLeft(t *testing.T) {
+	daotest.ForEach(t, func(t *testing.T, store *dao.Store) {
+		r := newReconRig(t, store)
+		r.order(t, "RC-RETRYCAP", "100.00")
+		const tradeNo = "2026113022001400000000000611"
+		r.fake.AddPaidTrade("RC-RETRYCAP", tradeNo, dec("100.00"), r.clock.Now())
+		r.notify(t, "RC-RETRYCAP", tradeNo, "100.00")
+		first, err := r.refunds.Request(ctx, "RC-RETRYCAP", "rma-c1", dec("60.00"), "returned")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.fake.FailNext(fakealipay.MethodRefund, "40004", "ACQ.SELLER_BALANCE_NOT_ENOUGH", 1)
+		refundAll(t, r.refunds)
+		if got, err := store.Refund(ctx, first.OutRequestNo); err != nil || got.State != model.RefundFailed {
+			t.Fatalf("first refund %+v, %v: want REFUND_FAILED", got, err)
+		}
+		if _, err := r.refunds.Request(ctx, "RC-RETRYCAP", "rma-c2", dec("60.00"), "returned, again"); err != nil {
+			t.Fatal(err)
+		}
+		refundAll(t, r.refunds)
+		if _, err := r.refunds.Retry(ctx, model.Act{Operator: "alice", Key: "retry-form-cap00001"}, first.OutRequestNo); !errors.Is(err, model.ErrRefundTooLarge) {
+			t.Fatalf("retry of 60.00 with 40.00 left: %v, want refused", err)
+		}
+		if got, err := store.Refund(ctx, first.OutRequestNo); err != nil || got.State != model.RefundFailed {
+			t.Errorf("the refused retry moved the refund: %+v, %v", got, err)
+		}
+		if tr, _ := r.fake.Trade("RC-RETRYCAP"); len(tr.Refunds) != 1 {
+			t.Errorf("Alipay refunded %d times, want once", len(tr.Refunds))
 		}
 	})
 }
