@@ -393,20 +393,18 @@ func (w *Webhooks) ResendMany(ctx context.Context, endpointID int64, state model
 		a.After = fmt.Sprintf("queued %d", n)
 		return tx.InsertAudit(ctx, a)
 	})
-	if errors.Is(err, model.ErrNotActionable) {
-		// Disabled since: the same key's first request is still answered.
-		if _, rerr := w.store.AuditByKey(ctx, a.Key); rerr == nil {
-			err = model.ErrAlreadyDone
-		}
-	}
-	if errors.Is(err, model.ErrAlreadyDone) {
+	// The same key again — the endpoint disabled since, too — is its first
+	// request's answer.
+	if errors.Is(err, model.ErrAlreadyDone) || errors.Is(err, model.ErrNotActionable) {
 		first, rerr := w.store.AuditByKey(ctx, a.Key)
-		if rerr != nil {
+		switch {
+		case rerr == nil:
+			var was int
+			fmt.Sscanf(first.After, "queued %d", &was)
+			return was, model.ErrAlreadyDone
+		case errors.Is(err, model.ErrAlreadyDone):
 			return 0, rerr
 		}
-		var was int
-		fmt.Sscanf(first.After, "queued %d", &was)
-		return was, err
 	}
 	return n, err
 }
