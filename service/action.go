@@ -108,13 +108,7 @@ func withinPaid(ctx context.Context, tx *dao.OrderTx, f model.Refund) error {
 		if p.Provider != f.Provider || p.TradeNo != f.TradeNo {
 			continue
 		}
-		left := p.Amount
-		for _, o := range refunds {
-			if o.Provider == f.Provider && o.TradeNo == f.TradeNo && o.State != model.RefundFailed {
-				left = left.Sub(o.Amount)
-			}
-		}
-		if f.Amount.GreaterThan(left) {
+		if left := leftOf(p, refunds); f.Amount.GreaterThan(left) {
 			return fmt.Errorf("%w: refund %s of %s again, with %s left of %s paid", model.ErrRefundTooLarge,
 				f.OutRequestNo, f.Amount.StringFixed(2), left.StringFixed(2), p.Amount.StringFixed(2))
 		}

@@ -182,11 +182,5 @@ func refundable(order model.Order, pays []model.Payment, refunds []model.Refund)
 	if paid == nil || order.Status == model.OrderAwaitingPayment || order.Status == model.OrderClosed {
 		return nil, decimal.Zero
 	}
-	left := paid.Amount
-	for _, f := range refunds {
-		if f.TradeNo == paid.TradeNo && f.State != model.RefundFailed {
-			left = left.Sub(f.Amount)
-		}
-	}
-	return paid, left
+	return paid, leftOf(*paid, refunds)
 }

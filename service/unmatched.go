@@ -97,9 +97,10 @@ func (r *Refunds) refundUnmatched(ctx context.Context, provider model.Provider, 
 	return out, err
 }
 
-// leftOf is what is left of p to refund automatically after its other
+// leftOf is what is left of p to refund: its amount less its trade's
 // refunds that did not fail — including those made outside this service
-// and found in Alipay's bill.
+// and found in the bill — other than its own automatic refund (what an
+// automatic refund is sized by).
 func leftOf(p model.Payment, refunds []model.Refund) decimal.Decimal {
 	left := p.Amount
 	own := autoRequestNo(p)
